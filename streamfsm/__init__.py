@@ -1,0 +1,110 @@
+"""streamfsm: validate and assemble LLM block streams (DeepSeek Harness's StreamChunk protocol).
+
+An adapter's ``stream()`` yields chunks; streamfsm feeds them one at a time through an explicit
+finite-state machine, rejects every rule violation with a coded :class:`LlmError`, and assembles
+text, reasoning and tool-call blocks with the usage and finish reason.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ._api import (
+    aassemble,
+    assemble,
+    assemble_jsonl,
+    avalidate,
+    iter_lines,
+    validate,
+    validate_jsonl,
+)
+from ._errors import RETRYABLE_CODES, ErrorCode, LlmError
+from ._machine import Limits, Policy, StreamAssembler, diagram
+from ._models import (
+    Block,
+    FinishReason,
+    LlmFailure,
+    OpenBlock,
+    ReasoningBlock,
+    Snapshot,
+    StreamResult,
+    TextBlock,
+    ToolCallBlock,
+    Usage,
+)
+from ._session import RecordedStream, read_session
+from ._shape import InvalidLine
+from ._wire import (
+    BlockEnd,
+    BlockStart,
+    BlockType,
+    CallId,
+    Finish,
+    FinishKind,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    ToolCallDelta,
+    UsageChunk,
+    WireBlock,
+    WireFailure,
+    WireFinishReason,
+    WireReasoningBlock,
+    WireTextBlock,
+    WireToolCallBlock,
+    WireUsage,
+)
+
+try:
+    __version__ = version("streamfsm")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = [
+    "RETRYABLE_CODES",
+    "Block",
+    "BlockEnd",
+    "BlockStart",
+    "BlockType",
+    "CallId",
+    "ErrorCode",
+    "Finish",
+    "FinishKind",
+    "FinishReason",
+    "InvalidLine",
+    "Limits",
+    "LlmError",
+    "LlmFailure",
+    "OpenBlock",
+    "Policy",
+    "ReasoningBlock",
+    "ReasoningDelta",
+    "RecordedStream",
+    "Snapshot",
+    "StreamAssembler",
+    "StreamChunk",
+    "StreamResult",
+    "TextBlock",
+    "TextDelta",
+    "ToolCallBlock",
+    "ToolCallDelta",
+    "Usage",
+    "UsageChunk",
+    "WireBlock",
+    "WireFailure",
+    "WireFinishReason",
+    "WireReasoningBlock",
+    "WireTextBlock",
+    "WireToolCallBlock",
+    "WireUsage",
+    "__version__",
+    "aassemble",
+    "assemble",
+    "assemble_jsonl",
+    "avalidate",
+    "diagram",
+    "iter_lines",
+    "read_session",
+    "validate",
+    "validate_jsonl",
+]

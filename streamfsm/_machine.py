@@ -1,0 +1,811 @@
+"""The StreamChunk machine: every rule that moves a stream lives in this file.
+
+Theory of operation
+-------------------
+
+A stream is a sequence of chunks (SPEC §1). The machine has five stream-level states::
+
+    READY     no block open, no usage yet          (the initial state)
+    IN_BLOCK  at least one block open              (exactly one under Policy.STRICT)
+    USAGE     usage received: only finish may come (a block may still be open, for a cut-off finish)
+    FINISHED  finish received: nothing may come
+    FAILED    a rule was broken: every later call raises the same error
+
+What may follow what is declared once, as data, in :data:`STATES` and :data:`TRANSITIONS` — the
+declaration the ``transitions`` library reads (to draw :func:`diagram`, and in the tests, to prove the
+compiled table agrees with it). A ``transitions`` trigger costs microseconds, so the declaration is
+compiled at import into :data:`TABLE`, ``{state: {chunk type: ((dest, conditions, unless), ...)}}``;
+the first edge whose named guards hold decides the next state. A failed lookup *is* the protocol error:
+:data:`REJECT` names its code, chosen by the precedence of SPEC §3.
+
+Which blocks are open is data the guards read, so one table serves both policies: ``interleave``
+(Policy.HARNESS lets a block start while another is open), ``last_open`` (this block-end closes the
+only open block), ``may_finish`` (no block is open, or the finish cuts the stream off).
+
+Per chunk, in the order of SPEC §3: FAILED and FINISHED first (``CHUNK_AFTER_FINISH`` is decided
+before the chunk's shape), then the shape (``INVALID_CHUNK``), then the table, then the rules of the
+chunk's type, then the limits (``LIMIT_EXCEEDED`` comes last). Only then is anything committed, so a
+rejected chunk leaves no trace in the result.
+
+The hot path: when exactly one block is open (always, under STRICT, inside a block), a delta for it
+is checked inline by :meth:`StreamAssembler.feed` — type, index, field type, tool id and name, chunk
+and size limits — and appended to the block's list of parts; nothing else runs. Any doubt sends the
+chunk to the full path, which decides. Parts are joined once, at ``block-end``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Final, NoReturn
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import from_json
+
+from . import _shape
+from ._errors import ErrorCode, LlmError
+from ._models import (
+    Block,
+    FinishReason,
+    LlmFailure,
+    OpenBlock,
+    ReasoningBlock,
+    Snapshot,
+    StreamResult,
+    TextBlock,
+    ToolCallBlock,
+    Usage,
+)
+from ._wire import CallId
+
+__all__ = [
+    "REJECT",
+    "STATES",
+    "TABLE",
+    "TRANSITIONS",
+    "Limits",
+    "Policy",
+    "StreamAssembler",
+    "diagram",
+]
+
+
+class Policy(StrEnum):
+    """Which rules apply (SPEC §4)."""
+
+    #: All rules of SPEC §2: blocks never interleave, usage is required before a stop,
+    #: tool-calls or max-tokens finish. The default.
+    STRICT = "strict"
+    #: As DeepSeek Harness streams: blocks may interleave, usage is optional.
+    HARNESS = "harness"
+
+
+class Limits(BaseModel):
+    """Bounds no normal stream reaches; passing one is ``LIMIT_EXCEEDED`` at the chunk that passed it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: Chunks in one stream.
+    max_chunks: int = Field(default=50_000_000, ge=1)
+    #: Blocks in one stream.
+    max_blocks: int = Field(default=100_000, ge=1)
+    #: UTF-8 bytes of one block's text or tool arguments.
+    max_block_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
+
+DEFAULT_LIMITS: Final = Limits()
+
+# State: the stream-level states.
+READY: Final = "READY"
+IN_BLOCK: Final = "IN_BLOCK"
+USAGE: Final = "USAGE"
+FINISHED: Final = "FINISHED"
+FAILED: Final = "FAILED"
+
+STATES: Final[tuple[str, ...]] = (READY, IN_BLOCK, USAGE, FINISHED, FAILED)
+DELTAS: Final = ("text-delta", "reasoning-delta", "tool-call-delta")
+GUARDS: Final = ("interleave", "last_open", "may_finish")
+
+#: The machine, declared as data in the form ``transitions`` reads. Triggers are chunk types.
+TRANSITIONS: Final[tuple[dict[str, Any], ...]] = (
+    # State: READY
+    {"trigger": "block-start", "source": READY, "dest": IN_BLOCK},
+    {"trigger": "usage", "source": READY, "dest": USAGE},
+    {"trigger": "finish", "source": READY, "dest": FINISHED},
+    # State: IN_BLOCK
+    {"trigger": "block-start", "source": IN_BLOCK, "dest": IN_BLOCK, "conditions": "interleave"},
+    *({"trigger": delta, "source": IN_BLOCK, "dest": IN_BLOCK} for delta in DELTAS),
+    {"trigger": "block-end", "source": IN_BLOCK, "dest": READY, "conditions": "last_open"},
+    {"trigger": "block-end", "source": IN_BLOCK, "dest": IN_BLOCK, "unless": "last_open"},
+    {"trigger": "usage", "source": IN_BLOCK, "dest": USAGE},
+    {"trigger": "finish", "source": IN_BLOCK, "dest": FINISHED, "conditions": "may_finish"},
+    # State: USAGE
+    {"trigger": "finish", "source": USAGE, "dest": FINISHED, "conditions": "may_finish"},
+    # Any state but FAILED: a rejected chunk (or the end of input before finish).
+    {"trigger": "reject", "source": [READY, IN_BLOCK, USAGE, FINISHED], "dest": FAILED},
+)
+
+#: The code of a failed lookup, by (state, chunk type), as SPEC §3 orders them.
+#: (USAGE, block-start) is BLOCKS_INTERLEAVED instead when a block is open under STRICT.
+REJECT: Final[dict[tuple[str, str], ErrorCode]] = {
+    **{(READY, t): ErrorCode.BLOCK_NOT_OPEN for t in (*DELTAS, "block-end")},
+    (IN_BLOCK, "block-start"): ErrorCode.BLOCKS_INTERLEAVED,
+    (IN_BLOCK, "finish"): ErrorCode.BLOCK_NOT_CLOSED,
+    (USAGE, "block-start"): ErrorCode.CHUNK_AFTER_USAGE,
+    **{(USAGE, t): ErrorCode.CHUNK_AFTER_USAGE for t in (*DELTAS, "block-end")},
+    (USAGE, "usage"): ErrorCode.USAGE_DUPLICATE,
+    (USAGE, "finish"): ErrorCode.BLOCK_NOT_CLOSED,
+}
+
+Edge = tuple[str, tuple[str, ...], tuple[str, ...]]
+
+
+def _declaration(policy: Policy | None = None) -> list[dict[str, Any]]:
+    """The declared transitions, or those a policy can take: STRICT never interleaves, HARNESS always may."""
+    result = []
+    for declared in TRANSITIONS:
+        t = dict(declared)
+        if policy is not None and t.get("conditions") == "interleave":
+            if policy is Policy.STRICT:
+                continue
+            del t["conditions"]
+        result.append(t)
+    return result
+
+
+def _declared_machine(
+    model: object, initial: str = READY, *, graph: bool = False, policy: Policy | None = None
+) -> Any:
+    """A ``transitions`` machine built from the declaration (never per stream: import, diagram, tests)."""
+    kwargs: dict[str, Any] = dict(
+        model=model,
+        states=list(STATES),
+        transitions=_declaration(policy),
+        initial=initial,
+        auto_transitions=False,
+        send_event=False,
+    )
+    if graph:
+        from transitions.extensions import GraphMachine
+
+        return GraphMachine(graph_engine="mermaid", show_conditions=True, title="streamfsm", **kwargs)
+    from transitions import Machine
+
+    return Machine(**kwargs)
+
+
+def _compile() -> dict[str, dict[str, tuple[Edge, ...]]]:
+    """Read the declared ``transitions`` machine back into a plain lookup table."""
+    machine = _declared_machine(None)
+    table: dict[str, dict[str, tuple[Edge, ...]]] = {state: {} for state in STATES}
+    for trigger, event in machine.events.items():
+        if trigger == "reject":
+            continue
+        for source, transitions in event.transitions.items():
+            table[source][trigger] = tuple(
+                (
+                    t.dest,
+                    tuple(str(c.func) for c in t.conditions if c.target),
+                    tuple(str(c.func) for c in t.conditions if not c.target),
+                )
+                for t in transitions
+            )
+    return table
+
+
+#: ``{state: {chunk type: ((dest, conditions, unless), ...)}}``, compiled from :data:`TRANSITIONS`.
+TABLE: Final = _compile()
+
+
+class _Drawn:
+    """The model a diagram is drawn for: it only holds the machine's state."""
+
+
+def diagram(policy: Policy | str | None = None) -> str:
+    """The Mermaid state diagram that ``transitions`` draws from the machine's declaration.
+
+    Guards label the edges. With a ``policy``, the ``interleave`` guard is resolved: under
+    ``Policy.STRICT`` a block never starts while another is open, under ``Policy.HARNESS`` it may.
+    """
+    resolved = Policy(policy) if policy is not None else None
+    machine = _declared_machine(_Drawn(), graph=True, policy=resolved)
+    if resolved is not None:
+        machine.title = f"streamfsm ({resolved.value})"
+    text: str = machine.get_graph().draw(None)
+    # The current-state highlight is meaningless for a declaration: keep the diagram neutral.
+    return "\n".join(
+        line for line in text.splitlines() if "s_active" not in line and "s_previous" not in line
+    ) + "\n"
+
+
+_CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})
+_USAGE_REQUIRED: Final = frozenset({"stop", "tool-calls", "max-tokens"})
+_DELTA_OF: Final = {"text": "text-delta", "reasoning": "reasoning-delta", "tool-call": "tool-call-delta"}
+_KIND_OF: Final = {v: k for k, v in _DELTA_OF.items()}
+_FIELD_OF: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
+
+
+class _Open:
+    """A block that has started: its parts so far, and what its deltas have said."""
+
+    __slots__ = ("delta_type", "field", "id", "index", "kind", "name", "parts", "size", "fast_cap")
+
+    def __init__(self, index: int, kind: str, fast_cap: int) -> None:
+        self.index = index
+        self.kind = kind
+        self.delta_type = _DELTA_OF[kind]
+        self.field = _FIELD_OF[self.delta_type]
+        self.parts: list[str] = []
+        self.id: str | None = None
+        self.name: str | None = None
+        # Characters so far while ``fast_cap >= 0`` (4 bytes a character at most, so a size under
+        # fast_cap is under the byte limit); exact UTF-8 bytes once past it (``fast_cap = -1``).
+        self.size = 0
+        self.fast_cap = fast_cap
+
+    def content(self) -> str:
+        return "".join(self.parts)
+
+    def describe(self) -> str:
+        return f"block {self.index} ({self.kind})"
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
+    """Parse raw tool arguments: a JSON object (RFC 8259, no NaN/Infinity), or the reason it is not."""
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError as exc:
+        reason = str(exc)
+        # orjson refuses integers past 64 bits, which RFC 8259 allows: ask the standard parser.
+        if "number" in reason.lower() or "integer" in reason.lower():
+            import json
+
+            def _no_constant(name: str) -> NoReturn:
+                raise ValueError(f"{name} is not JSON")
+
+            try:
+                value = json.loads(arguments, parse_constant=_no_constant)
+            except (ValueError, RecursionError) as exc2:
+                return None, str(exc2)
+        else:
+            return None, reason
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, ""
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[: limit - 3] + "...")
+
+
+class StreamAssembler:
+    """Validate and assemble one stream, one chunk at a time (sans-IO).
+
+    ``feed(chunk)`` accepts a chunk or raises :class:`LlmError` with the chunk's position;
+    ``close()`` returns the :class:`StreamResult` once the stream has finished. After any error the
+    assembler is failed: every later call raises an error with the same code.
+    """
+
+    __slots__ = (
+        "_count",
+        "_done",
+        "_error",
+        "_finish",
+        "_hot",
+        "_ids",
+        "_interleave",
+        "_limits",
+        "_max_chunks",
+        "_open",
+        "_policy",
+        "_replay",
+        "_result",
+        "_started",
+        "_state",
+        "_tool_calls",
+        "_usage",
+        "_fast_cap",
+    )
+
+    def __init__(self, policy: Policy | str = Policy.STRICT, limits: Limits | None = None) -> None:
+        self._policy = Policy(policy)
+        self._limits = limits if limits is not None else DEFAULT_LIMITS
+        self._interleave = self._policy is Policy.HARNESS
+        self._max_chunks = self._limits.max_chunks
+        self._fast_cap = self._limits.max_block_bytes // 4
+        self._state = READY
+        self._count = 0
+        self._open: dict[int, _Open] = {}
+        self._hot: _Open | None = None
+        self._started = 0
+        self._done: list[Block | None] = []
+        self._ids: dict[str, int] = {}
+        self._tool_calls = 0
+        self._usage: Usage | None = None
+        self._finish: FinishReason | None = None
+        self._replay: Any = None
+        self._error: LlmError | None = None
+        self._result: StreamResult | None = None
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def policy(self) -> Policy:
+        """The policy this assembler enforces."""
+        return self._policy
+
+    @property
+    def state(self) -> str:
+        """The machine's current state: READY, IN_BLOCK, USAGE, FINISHED or FAILED."""
+        return self._state
+
+    @property
+    def chunk_count(self) -> int:
+        """How many chunks have been fed (the position the next chunk will have)."""
+        return self._count
+
+    @property
+    def error(self) -> LlmError | None:
+        """The error that failed the machine, if any."""
+        return self._error
+
+    def feed(self, chunk: Mapping[str, Any]) -> None:
+        """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
+        hot = self._hot
+        if hot is not None:
+            # The hot path: a delta for the one open block (see the module docstring).
+            try:
+                if type(chunk) is dict and chunk["type"] == hot.delta_type:
+                    index = chunk["index"]
+                    value = chunk[hot.field]
+                    if type(index) is int and index == hot.index and type(value) is str:
+                        if hot.id is not None:
+                            cid = chunk["id"]
+                            if type(cid) is not str or cid != hot.id:
+                                return self._feed(chunk)
+                            if "name" in chunk:
+                                name = chunk["name"]
+                                if type(name) is not str or name != hot.name:
+                                    return self._feed(chunk)
+                        elif hot.kind == "tool-call":
+                            return self._feed(chunk)
+                        count = self._count
+                        size = hot.size + len(value)
+                        if count < self._max_chunks and size <= hot.fast_cap:
+                            hot.size = size
+                            hot.parts.append(value)
+                            self._count = count + 1
+                            return None
+            except Exception:
+                pass  # the full path reads the chunk again and says what is wrong with it
+        return self._feed(chunk)
+
+    def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
+        """Parse one JSON line (orjson) and feed it; a line that is not JSON is an ``INVALID_CHUNK``.
+
+        Returns the chunk that was fed; a blank line is skipped, takes no position and returns None.
+        """
+        if isinstance(line, memoryview):
+            line = line.tobytes()
+        if not line.strip():
+            return None
+        try:
+            chunk = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            text = line if isinstance(line, str) else line.decode("utf-8", "backslashreplace")
+            self._feed(_shape.InvalidLine(text.strip(), str(exc)))
+            raise AssertionError("unreachable: a line that is not JSON is always rejected") from exc
+        self.feed(chunk)
+        return chunk
+
+    def close(self) -> StreamResult:
+        """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""
+        if self._result is not None:
+            return self._result
+        if self._state == FAILED:
+            raise self._again()
+        if self._state != FINISHED:
+            self._fail(
+                ErrorCode.STREAM_TRUNCATED,
+                f"the input ended after {self._count} chunk(s) without a finish "
+                f"(state {self._state}{self._open_note()})",
+                self._count,
+            )
+        assert self._finish is not None
+        self._result = StreamResult(
+            blocks=[b for b in self._done if b is not None],
+            usage=self._usage,
+            finish=self._finish,
+            interrupted=[self._partial(b) for b in self._open_blocks()],
+            replay_state=self._replay,
+        )
+        return self._result
+
+    def snapshot(self) -> Snapshot:
+        """The stream so far: completed blocks, open blocks with partial tool arguments, usage, finish.
+
+        Computed on each call (joins the open blocks' parts); feeding never pays for it.
+        """
+        open_blocks = []
+        for b in self._open_blocks():
+            content = b.content()
+            if b.kind == "tool-call":
+                partial: dict[str, Any] | None = None
+                if content:
+                    try:
+                        value = from_json(content, allow_partial=True)
+                        partial = value if isinstance(value, dict) else None
+                    except ValueError:
+                        partial = None
+                open_blocks.append(
+                    OpenBlock(
+                        index=b.index,
+                        block_type="tool-call",
+                        id=CallId(b.id) if b.id is not None else None,
+                        name=b.name,
+                        arguments=content,
+                        partial_arguments=partial,
+                    )
+                )
+            else:
+                open_blocks.append(OpenBlock(index=b.index, block_type=b.kind, text=content))  # type: ignore[arg-type]
+        return Snapshot(
+            state=self._state,
+            chunk_count=self._count,
+            blocks=[b for b in self._done if b is not None],
+            open=open_blocks,
+            usage=self._usage,
+            finish=self._finish,
+        )
+
+    # -- the full path ------------------------------------------------------------------------
+
+    def _feed(self, chunk: object) -> None:
+        n = self._count
+        state = self._state
+        if state == FAILED:
+            raise self._again()
+        self._count = n + 1
+        if state == FINISHED:
+            self._fail(
+                ErrorCode.CHUNK_AFTER_FINISH,
+                f"{self._type_of(chunk)} after finish; nothing may follow finish (state FINISHED)",
+                n,
+            )
+        try:
+            c, t = _shape.check(chunk)
+        except _shape.ShapeError as exc:
+            what = self._type_of(chunk)
+            where = f"field {exc.field!r} " if exc.field else ""
+            self._fail(ErrorCode.INVALID_CHUNK, f"invalid {what}: {where}{exc.reason} (state {state})", n)
+        except Exception as exc:  # a hostile mapping: its keys or values raise when read
+            self._fail(
+                ErrorCode.INVALID_CHUNK,
+                f"invalid chunk: reading it raised {type(exc).__name__}: {exc} (state {state})",
+                n,
+            )
+        dest = self._lookup(state, t, c)
+        if dest is None:
+            self._reject(state, t, c, n)
+        if t == "text-delta" or t == "reasoning-delta" or t == "tool-call-delta":
+            self._on_delta(c, t, n)
+        elif t == "block-start":
+            self._on_block_start(c, n)
+        elif t == "block-end":
+            self._on_block_end(c, n)
+        elif t == "usage":
+            self._on_usage(c, n)
+        else:
+            self._on_finish(c, n)
+        self._state = dest
+        open_blocks = self._open
+        self._hot = next(iter(open_blocks.values())) if dest == IN_BLOCK and len(open_blocks) == 1 else None
+
+    def _lookup(self, state: str, t: str, c: dict[str, Any]) -> str | None:
+        for dest, conditions, unless in TABLE[state].get(t, ()):
+            if all(self._guard(g, c) for g in conditions) and not any(self._guard(g, c) for g in unless):
+                return dest
+        return None
+
+    def _guard(self, name: str, c: dict[str, Any]) -> bool:
+        if name == "interleave":
+            return self._interleave
+        if name == "last_open":
+            return len(self._open) == 1
+        if name == "may_finish":
+            return not self._open or c["reason"]["kind"] in _CUT_OFF
+        raise AssertionError(f"unknown guard {name!r}")  # pragma: no cover - the declaration is fixed
+
+    def _reject(self, state: str, t: str, c: dict[str, Any], n: int) -> NoReturn:
+        code = REJECT[(state, t)]
+        if code is ErrorCode.CHUNK_AFTER_USAGE and t == "block-start" and self._open and not self._interleave:
+            code = ErrorCode.BLOCKS_INTERLEAVED
+        what = self._what(t, c)
+        if code is ErrorCode.BLOCK_NOT_OPEN:
+            msg = f"{what}, but no block is open (state {state}); expected {self._expected(state)}"
+        elif code is ErrorCode.BLOCKS_INTERLEAVED:
+            msg = (
+                f"{what} while {self._open_list()} is open (state {state}); under policy "
+                f"{self._policy.value} blocks may not interleave: expected block-end for "
+                f"block {next(iter(self._open))} first"
+            )
+        elif code is ErrorCode.CHUNK_AFTER_USAGE:
+            msg = f"{what} after usage (state {state}); after usage only finish may come"
+        elif code is ErrorCode.USAGE_DUPLICATE:
+            msg = f"a second usage (state {state}); a stream carries at most one usage"
+        else:  # BLOCK_NOT_CLOSED
+            msg = (
+                f"{what} while {self._open_list()} is open (state {state}); a {c['reason']['kind']} "
+                f"finish needs every block ended first (only max-tokens, error and aborted may cut a block off)"
+            )
+        self._fail(code, msg, n)
+
+    # -- the rules of each chunk type (check everything, then commit) ---------------------------
+
+    def _on_block_start(self, c: dict[str, Any], n: int) -> None:
+        index = c["index"]
+        if index != self._started:
+            self._fail(
+                ErrorCode.INDEX_OUT_OF_ORDER,
+                f"block-start with index {index}, expected index {self._started}: the n-th block "
+                f"of a stream has index n (state {self._state})",
+                n,
+            )
+        if self._started >= self._limits.max_blocks:
+            self._limit(n, f"more than {self._limits.max_blocks} blocks")
+        self._admit(n)
+        kind = c["blockType"]
+        self._open[index] = _Open(index, kind, self._fast_cap)
+        self._done.append(None)
+        self._started += 1
+
+    def _block_for(self, t: str, index: int, kind: str, n: int) -> _Open:
+        block = self._open.get(index)
+        if block is None:
+            self._fail(
+                ErrorCode.BLOCK_NOT_OPEN,
+                f"{t} for block {index}, but {self._open_list() + ' is' if self._open else 'no block is'} "
+                f"open (state {self._state})",
+                n,
+            )
+        if block.kind != kind:
+            self._fail(
+                ErrorCode.BLOCK_TYPE_MISMATCH,
+                f"{t} carries a {kind} block for {block.describe()} (state {self._state})"
+                if t == "block-end"
+                else f"{t} for {block.describe()}; a {block.kind} block takes {block.delta_type} "
+                f"(state {self._state})",
+                n,
+            )
+        return block
+
+    def _on_delta(self, c: dict[str, Any], t: str, n: int) -> None:
+        block = self._block_for(t, c["index"], _KIND_OF[t], n)
+        name: str | None = None
+        if t == "tool-call-delta":
+            cid: str = c["id"]
+            name = c.get("name")
+            if block.id is None:
+                owner = self._ids.get(cid)
+                if owner is not None:
+                    self._fail(
+                        ErrorCode.TOOL_CALL_CONFLICT,
+                        f"tool-call-delta for block {block.index} opens call id {cid!r}, which already "
+                        f"belongs to block {owner}: an id belongs to one block per stream",
+                        n,
+                    )
+            elif cid != block.id:
+                self._fail(
+                    ErrorCode.TOOL_CALL_CONFLICT,
+                    f"tool-call-delta for block {block.index} carries id {cid!r}, but the block's "
+                    f"id is {block.id!r}: every delta of a block carries the same id",
+                    n,
+                )
+            if name is not None and block.name is not None and name != block.name:
+                self._fail(
+                    ErrorCode.TOOL_CALL_CONFLICT,
+                    f"tool-call-delta for block {block.index} names the tool {name!r}, but an "
+                    f"earlier delta named it {block.name!r}",
+                    n,
+                )
+        value: str = c[block.field]
+        size = self._grow(block, value, n)
+        self._admit(n)
+        block.size = size
+        block.parts.append(value)
+        if t == "tool-call-delta":
+            if block.id is None:
+                block.id = c["id"]
+                self._ids[block.id] = block.index
+            if name is not None:
+                block.name = name
+
+    def _grow(self, block: _Open, value: str, n: int) -> int:
+        """The block's size after ``value``; ``LIMIT_EXCEEDED`` past the byte limit."""
+        if block.fast_cap >= 0:
+            size = block.size + len(value)
+            if size <= block.fast_cap:
+                return size
+            # Past a quarter of the limit in characters: count exact bytes from here on.
+            block.size = sum(_utf8_len(p) for p in block.parts)
+            block.fast_cap = -1
+        size = block.size + _utf8_len(value)
+        if size > self._limits.max_block_bytes:
+            self._limit(n, f"{block.describe()} would hold {size} bytes, more than {self._limits.max_block_bytes}")
+        return size
+
+    def _on_block_end(self, c: dict[str, Any], n: int) -> None:
+        wire = c["block"]
+        block = self._block_for("block-end", c["index"], wire["type"], n)
+        had_deltas = bool(block.parts)
+        if block.kind == "tool-call":
+            cid: str = wire["id"]
+            name: str = wire["name"]
+            arguments: str = wire["arguments"]
+            if had_deltas:
+                assembled = block.content()
+                if cid != block.id:
+                    self._mismatch(block, "id", cid, block.id or "", n)
+                if block.name is not None and name != block.name:
+                    self._mismatch(block, "name", name, block.name, n)
+                if arguments != assembled:
+                    self._mismatch(block, "arguments", arguments, assembled, n)
+            else:
+                owner = self._ids.get(cid)
+                if owner is not None:
+                    self._fail(
+                        ErrorCode.TOOL_CALL_CONFLICT,
+                        f"block-end for block {block.index} carries call id {cid!r}, which already "
+                        f"belongs to block {owner}: an id belongs to one block per stream",
+                        n,
+                    )
+            parsed, why = _parse_arguments(arguments)
+            if parsed is None:
+                self._fail(
+                    ErrorCode.TOOL_ARGUMENTS_INVALID,
+                    f"tool call {cid!r} ({name}) in block {block.index}: arguments {_short(arguments)} "
+                    f"are not a JSON object: {why}",
+                    n,
+                )
+            if not had_deltas and _utf8_len(arguments) > self._limits.max_block_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
+            self._admit(n)
+            done: Block = ToolCallBlock(id=CallId(cid), name=name, arguments=arguments)
+            done._parsed = parsed
+            self._ids[cid] = block.index
+            self._tool_calls += 1
+        else:
+            text: str = wire["text"]
+            if had_deltas:
+                assembled = block.content()
+                if text != assembled:
+                    self._mismatch(block, "text", text, assembled, n)
+            elif _utf8_len(text) > self._limits.max_block_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
+            self._admit(n)
+            done = TextBlock(text=text) if block.kind == "text" else ReasoningBlock(text=text)
+        del self._open[block.index]
+        self._done[block.index] = done
+
+    def _mismatch(self, block: _Open, field: str, got: str, assembled: str, n: int) -> NoReturn:
+        self._fail(
+            ErrorCode.BLOCK_CONTENT_MISMATCH,
+            f"block-end for {block.describe()} carries {field} {_short(got)}, but its deltas "
+            f"assembled {_short(assembled)} (state {self._state})",
+            n,
+        )
+
+    def _on_usage(self, c: dict[str, Any], n: int) -> None:
+        self._admit(n)
+        u = c["usage"]
+        self._usage = Usage(
+            input_tokens=u["inputTokens"],
+            output_tokens=u["outputTokens"],
+            cache_read_tokens=u.get("cacheReadTokens"),
+            cache_write_tokens=u.get("cacheWriteTokens"),
+            reasoning_tokens=u.get("reasoningTokens"),
+        )
+
+    def _on_finish(self, c: dict[str, Any], n: int) -> None:
+        reason = c["reason"]
+        kind = reason["kind"]
+        if self._usage is None and not self._interleave and kind in _USAGE_REQUIRED:
+            self._fail(
+                ErrorCode.USAGE_MISSING,
+                f"finish {kind} without usage (state {self._state}); under policy strict a "
+                f"{kind} finish needs one usage chunk before it",
+                n,
+            )
+        if kind == "tool-calls" and self._tool_calls == 0:
+            self._fail(
+                ErrorCode.FINISH_REASON_MISMATCH,
+                f"finish tool-calls, but the stream completed no tool-call block (state {self._state})",
+                n,
+            )
+        # A copy: a caller mutating its chunk after feed must not change the result.
+        replay = copy.deepcopy(c["replayState"]) if "replayState" in c else None
+        self._admit(n)
+        failure = None
+        if kind in ("error", "aborted"):
+            f = reason["failure"]
+            failure = LlmFailure(
+                message=f["message"],
+                code=f["code"],
+                status=f.get("status"),
+                provider_retry_after_ms=f.get("providerRetryAfterMs"),
+                request_id=f.get("requestId"),
+            )
+        self._finish = FinishReason(kind=kind, failure=failure)
+        self._replay = replay
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _admit(self, n: int) -> None:
+        if n >= self._max_chunks:
+            self._limit(n, f"more than {self._max_chunks} chunks")
+
+    def _limit(self, n: int, what: str) -> NoReturn:
+        self._fail(ErrorCode.LIMIT_EXCEEDED, f"limit exceeded: {what} (state {self._state})", n)
+
+    def _fail(self, code: ErrorCode, message: str, n: int) -> NoReturn:
+        err = LlmError(message, code, chunk_index=n)
+        self._error = err
+        self._state = FAILED
+        self._hot = None
+        raise err
+
+    def _again(self) -> LlmError:
+        err = self._error
+        assert err is not None
+        return LlmError(
+            f"the stream already failed: {err.message}", err.code, chunk_index=err.chunk_index
+        )
+
+    def _open_blocks(self) -> list[_Open]:
+        return [self._open[i] for i in sorted(self._open)]
+
+    def _open_list(self) -> str:
+        return ", ".join(b.describe() for b in self._open_blocks())
+
+    def _open_note(self) -> str:
+        return f"; {self._open_list()} still open" if self._open else ""
+
+    @staticmethod
+    def _expected(state: str) -> str:
+        return ", ".join(TABLE[state]) or "nothing"
+
+    @staticmethod
+    def _what(t: str, c: dict[str, Any]) -> str:
+        if t == "finish":
+            return f"finish {c['reason']['kind']}"
+        if t == "usage":
+            return "usage"
+        if t == "block-start":
+            return f"block-start for block {c['index']} ({c['blockType']})"
+        return f"{t} for block {c['index']}"
+
+    @staticmethod
+    def _type_of(chunk: object) -> str:
+        try:
+            if isinstance(chunk, Mapping):
+                t = chunk.get("type")
+                if isinstance(t, str) and t in _shape.CHUNK_TYPES:
+                    return str(t)
+        except Exception:
+            pass
+        return "chunk"
+
+    @staticmethod
+    def _partial(b: _Open) -> Block:
+        content = b.content()
+        if b.kind == "tool-call":
+            return ToolCallBlock.model_construct(id=CallId(b.id or ""), name=b.name or "", arguments=content)
+        if b.kind == "text":
+            return TextBlock(text=content)
+        return ReasoningBlock(text=content)

@@ -1,0 +1,173 @@
+"""What users build and read: result types as pydantic models (snake_case in Python, camelCase on the wire)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic.alias_generators import to_camel
+from pydantic_core import from_json
+
+from ._wire import BlockType, CallId, FinishKind
+
+__all__ = [
+    "Block",
+    "FinishReason",
+    "LlmFailure",
+    "OpenBlock",
+    "ReasoningBlock",
+    "Snapshot",
+    "StreamResult",
+    "TextBlock",
+    "ToolCallBlock",
+    "Usage",
+]
+
+
+class WireModel(BaseModel):
+    """Base of the result types: frozen, snake_case attributes, camelCase wire aliases."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The camelCase dict of the wire format; optional fields the stream did not send are left out."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class TextBlock(WireModel):
+    """A complete text block."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ReasoningBlock(WireModel):
+    """A complete reasoning block."""
+
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+
+
+class ToolCallBlock(WireModel):
+    """A complete tool call. ``arguments`` is the raw JSON text; ``parsed_arguments`` the object it holds."""
+
+    type: Literal["tool-call"] = "tool-call"
+    id: CallId
+    name: str
+    arguments: str
+    _parsed: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict (parsed once by the machine when the block ended).
+
+        For a block built by hand, or an interrupted one, the arguments are parsed here;
+        arguments that are cut off are parsed as far as they go (an empty dict if nothing is usable).
+        """
+        if self._parsed is None:
+            try:
+                value = orjson.loads(self.arguments)
+            except orjson.JSONDecodeError:
+                try:
+                    value = from_json(self.arguments, allow_partial=True)
+                except ValueError:
+                    value = {}
+            self._parsed = value if isinstance(value, dict) else {}
+        return self._parsed
+
+
+Block = TextBlock | ReasoningBlock | ToolCallBlock
+
+
+class Usage(WireModel):
+    """Token usage of one stream. Optional counts are ``None`` when the stream did not send them."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens (cache and reasoning counts are reported apart, not added)."""
+        return self.input_tokens + self.output_tokens
+
+
+class LlmFailure(WireModel):
+    """Why a stream ended with ``error`` or ``aborted``."""
+
+    message: str
+    code: str
+    status: int | None = None
+    provider_retry_after_ms: int | None = None
+    request_id: str | None = None
+
+
+class FinishReason(WireModel):
+    """How a stream ended: ``kind``, and for ``error``/``aborted`` the ``failure``."""
+
+    kind: FinishKind
+    failure: LlmFailure | None = None
+
+
+class StreamResult(WireModel):
+    """A validated, assembled stream."""
+
+    blocks: list[Block] = Field(default_factory=list)
+    usage: Usage | None = None
+    finish: FinishReason
+    interrupted: list[Block] = Field(default_factory=list)
+    replay_state: Any = None
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined ('' if none)."""
+        return "".join(b.text for b in self.blocks if isinstance(b, TextBlock))
+
+    @property
+    def reasoning(self) -> str:
+        """All reasoning blocks joined ('' if none)."""
+        return "".join(b.text for b in self.blocks if isinstance(b, ReasoningBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCallBlock]:
+        """The completed tool calls, in index order."""
+        return [b for b in self.blocks if isinstance(b, ToolCallBlock)]
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"blocks": [...], "usage": {...} | None, "finish": {...}}`` in camelCase (SPEC §5).
+
+        ``interrupted`` and ``replay_state`` are attributes of the result, not part of this dict.
+        """
+        return {
+            "blocks": [b.to_wire() for b in self.blocks],
+            "usage": self.usage.to_wire() if self.usage is not None else None,
+            "finish": self.finish.to_wire(),
+        }
+
+
+class OpenBlock(WireModel):
+    """A block that has started and not ended, as far as it has come (see :meth:`StreamAssembler.snapshot`)."""
+
+    index: int
+    block_type: BlockType
+    text: str = ""
+    id: CallId | None = None
+    name: str | None = None
+    arguments: str = ""
+    partial_arguments: dict[str, Any] | None = None
+
+
+class Snapshot(WireModel):
+    """A view of a stream in progress: computed only when asked for."""
+
+    state: str
+    chunk_count: int
+    blocks: list[Block]
+    open: list[OpenBlock]
+    usage: Usage | None = None
+    finish: FinishReason | None = None

@@ -1,0 +1,49 @@
+"""Shared test data: the seed articles' example stream and the path of ../shared."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: ../shared next to the repository (override with STREAMFSM_SHARED).
+SHARED = Path(os.environ.get("STREAMFSM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SESSIONS = SHARED / "fixtures" / "harness-sessions"
+PROVIDER_STREAMS = SHARED / "fixtures" / "provider-streams"
+
+#: The example stream of the seed articles (the Chinese article's text; the others differ only in words).
+SEED_CHUNKS: list[dict[str, Any]] = [
+    {"type": "block-start", "index": 0, "blockType": "text"},
+    {"type": "text-delta", "index": 0, "text": "runoob"},
+    {"type": "text-delta", "index": 0, "text": " 教程"},
+    {"type": "block-end", "index": 0, "block": {"type": "text", "text": "runoob 教程"}},
+    {"type": "block-start", "index": 1, "blockType": "tool-call"},
+    {
+        "type": "tool-call-delta",
+        "index": 1,
+        "id": "call-123",
+        "name": "bash",
+        "argumentsDelta": '{"command":"echo runoob"}',
+    },
+    {
+        "type": "block-end",
+        "index": 1,
+        "block": {
+            "type": "tool-call",
+            "id": "call-123",
+            "name": "bash",
+            "arguments": '{"command":"echo runoob"}',
+        },
+    },
+    {"type": "usage", "usage": {"inputTokens": 100, "outputTokens": 50}},
+    {"type": "finish", "reason": {"kind": "stop"}},
+]
+
+
+@pytest.fixture
+def seed_chunks() -> list[dict[str, Any]]:
+    """A fresh deep copy of the seed example stream, safe to mutate."""
+    return copy.deepcopy(SEED_CHUNKS)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._models import LlmFailure
 
-__all__ = ["ErrorCode", "LlmError", "RETRYABLE_CODES"]
+__all__ = ["RETRYABLE_CODES", "ErrorCode", "LlmError"]
 
 
 class ErrorCode(StrEnum):

@@ -36,13 +36,12 @@ chunk to the full path, which decides. Parts are joined once, at ``block-end``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any, Final, NoReturn
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_core import from_json
 
 from . import _shape
 from ._errors import ErrorCode, LlmError
@@ -57,6 +56,7 @@ from ._models import (
     TextBlock,
     ToolCallBlock,
     Usage,
+    partial_object,
 )
 from ._wire import CallId
 
@@ -69,6 +69,7 @@ __all__ = [
     "Policy",
     "StreamAssembler",
     "diagram",
+    "next_state",
 ]
 
 
@@ -155,9 +156,7 @@ def _declaration(policy: Policy | None = None) -> list[dict[str, Any]]:
     return result
 
 
-def _declared_machine(
-    model: object, initial: str = READY, *, graph: bool = False, policy: Policy | None = None
-) -> Any:
+def _declared_machine(model: object, initial: str = READY, *, graph: bool = False, policy: Policy | None = None) -> Any:
     """A ``transitions`` machine built from the declaration (never per stream: import, diagram, tests)."""
     kwargs: dict[str, Any] = dict(
         model=model,
@@ -199,6 +198,14 @@ def _compile() -> dict[str, dict[str, tuple[Edge, ...]]]:
 TABLE: Final = _compile()
 
 
+def next_state(state: str, chunk_type: str, holds: Callable[[str], bool]) -> str | None:
+    """The state a chunk of ``chunk_type`` moves ``state`` to, given which guards ``holds``; None: rejected."""
+    for dest, conditions, unless in TABLE[state].get(chunk_type, ()):
+        if all(holds(g) for g in conditions) and not any(holds(g) for g in unless):
+            return dest
+    return None
+
+
 class _Drawn:
     """The model a diagram is drawn for: it only holds the machine's state."""
 
@@ -215,9 +222,7 @@ def diagram(policy: Policy | str | None = None) -> str:
         machine.title = f"streamfsm ({resolved.value})"
     text: str = machine.get_graph().draw(None)
     # The current-state highlight is meaningless for a declaration: keep the diagram neutral.
-    return "\n".join(
-        line for line in text.splitlines() if "s_active" not in line and "s_previous" not in line
-    ) + "\n"
+    return "\n".join(line for line in text.splitlines() if "s_active" not in line and "s_previous" not in line) + "\n"
 
 
 _CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})
@@ -230,7 +235,7 @@ _FIELD_OF: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-
 class _Open:
     """A block that has started: its parts so far, and what its deltas have said."""
 
-    __slots__ = ("delta_type", "field", "id", "index", "kind", "name", "parts", "size", "fast_cap")
+    __slots__ = ("delta_type", "fast_cap", "field", "id", "index", "kind", "name", "parts", "size")
 
     def __init__(self, index: int, kind: str, fast_cap: int) -> None:
         self.index = index
@@ -296,6 +301,7 @@ class StreamAssembler:
         "_count",
         "_done",
         "_error",
+        "_fast_cap",
         "_finish",
         "_hot",
         "_ids",
@@ -310,7 +316,6 @@ class StreamAssembler:
         "_state",
         "_tool_calls",
         "_usage",
-        "_fast_cap",
     )
 
     def __init__(self, policy: Policy | str = Policy.STRICT, limits: Limits | None = None) -> None:
@@ -436,13 +441,6 @@ class StreamAssembler:
         for b in self._open_blocks():
             content = b.content()
             if b.kind == "tool-call":
-                partial: dict[str, Any] | None = None
-                if content:
-                    try:
-                        value = from_json(content, allow_partial=True)
-                        partial = value if isinstance(value, dict) else None
-                    except ValueError:
-                        partial = None
                 open_blocks.append(
                     OpenBlock(
                         index=b.index,
@@ -450,7 +448,7 @@ class StreamAssembler:
                         id=CallId(b.id) if b.id is not None else None,
                         name=b.name,
                         arguments=content,
-                        partial_arguments=partial,
+                        partial_arguments=partial_object(content),
                     )
                 )
             else:
@@ -490,7 +488,7 @@ class StreamAssembler:
                 f"invalid chunk: reading it raised {type(exc).__name__}: {exc} (state {state})",
                 n,
             )
-        dest = self._lookup(state, t, c)
+        dest = next_state(state, t, lambda guard: self._guard(guard, c))
         if dest is None:
             self._reject(state, t, c, n)
         if t == "text-delta" or t == "reasoning-delta" or t == "tool-call-delta":
@@ -506,12 +504,6 @@ class StreamAssembler:
         self._state = dest
         open_blocks = self._open
         self._hot = next(iter(open_blocks.values())) if dest == IN_BLOCK and len(open_blocks) == 1 else None
-
-    def _lookup(self, state: str, t: str, c: dict[str, Any]) -> str | None:
-        for dest, conditions, unless in TABLE[state].get(t, ()):
-            if all(self._guard(g, c) for g in conditions) and not any(self._guard(g, c) for g in unless):
-                return dest
-        return None
 
     def _guard(self, name: str, c: dict[str, Any]) -> bool:
         if name == "interleave":
@@ -579,8 +571,7 @@ class StreamAssembler:
                 ErrorCode.BLOCK_TYPE_MISMATCH,
                 f"{t} carries a {kind} block for {block.describe()} (state {self._state})"
                 if t == "block-end"
-                else f"{t} for {block.describe()}; a {block.kind} block takes {block.delta_type} "
-                f"(state {self._state})",
+                else f"{t} for {block.describe()}; a {block.kind} block takes {block.delta_type} (state {self._state})",
                 n,
             )
         return block
@@ -676,8 +667,9 @@ class StreamAssembler:
             if not had_deltas and _utf8_len(arguments) > self._limits.max_block_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
             self._admit(n)
-            done: Block = ToolCallBlock(id=CallId(cid), name=name, arguments=arguments)
-            done._parsed = parsed
+            call = ToolCallBlock(id=CallId(cid), name=name, arguments=arguments)
+            call._parsed = parsed
+            done: Block = call
             self._ids[cid] = block.index
             self._tool_calls += 1
         else:
@@ -763,9 +755,7 @@ class StreamAssembler:
     def _again(self) -> LlmError:
         err = self._error
         assert err is not None
-        return LlmError(
-            f"the stream already failed: {err.message}", err.code, chunk_index=err.chunk_index
-        )
+        return LlmError(f"the stream already failed: {err.message}", err.code, chunk_index=err.chunk_index)
 
     def _open_blocks(self) -> list[_Open]:
         return [self._open[i] for i in sorted(self._open)]

@@ -25,12 +25,21 @@ __all__ = [
 ]
 
 
+def partial_object(text: str) -> dict[str, Any] | None:
+    """The JSON object that cut-off JSON text holds so far (pydantic_core's partial parser), or None."""
+    if not text:
+        return None
+    try:
+        value = from_json(text, allow_partial="trailing-strings")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 class WireModel(BaseModel):
     """Base of the result types: frozen, snake_case attributes, camelCase wire aliases."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
 
     def to_wire(self) -> dict[str, Any]:
         """The camelCase dict of the wire format; optional fields the stream did not send are left out."""
@@ -71,10 +80,7 @@ class ToolCallBlock(WireModel):
             try:
                 value = orjson.loads(self.arguments)
             except orjson.JSONDecodeError:
-                try:
-                    value = from_json(self.arguments, allow_partial=True)
-                except ValueError:
-                    value = {}
+                value = partial_object(self.arguments)
             self._parsed = value if isinstance(value, dict) else {}
         return self._parsed
 

@@ -182,16 +182,12 @@ def check(chunk: object) -> tuple[dict[str, Any], str]:
     elif t == "block-start":
         block_type = _text(c, "blockType", "")
         if block_type not in BLOCK_TYPES:
-            raise ShapeError(
-                "blockType", f"unknown block type {block_type!r}; expected text, reasoning or tool-call"
-            )
+            raise ShapeError("blockType", f"unknown block type {block_type!r}; expected text, reasoning or tool-call")
     else:  # block-end
         block = _mapping(c, "block", "")
         block_type = _text(block, "type", "block.")
         if block_type not in BLOCK_TYPES:
-            raise ShapeError(
-                "block.type", f"unknown block type {block_type!r}; expected text, reasoning or tool-call"
-            )
+            raise ShapeError("block.type", f"unknown block type {block_type!r}; expected text, reasoning or tool-call")
         if block_type == "tool-call":
             _text(block, "id", "block.", non_empty=True)
             _text(block, "name", "block.", non_empty=True)

@@ -142,6 +142,4 @@ class Finish(TypedDict):
     replayState: NotRequired[Any]
 
 
-StreamChunk: TypeAlias = (
-    BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish
-)
+StreamChunk: TypeAlias = BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish

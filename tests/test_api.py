@@ -76,7 +76,7 @@ def test_feed_state_and_close(seed_chunks: Chunks) -> None:
     asm = sf.StreamAssembler()
     assert asm.state == "READY" and asm.policy is sf.Policy.STRICT
     for chunk in seed_chunks:
-        asm.feed(chunk)  # type: ignore[arg-type]
+        asm.feed(chunk)
     assert asm.state == "FINISHED" and asm.chunk_count == len(seed_chunks)
     result = asm.close()
     assert asm.close() is result  # idempotent
@@ -85,13 +85,13 @@ def test_feed_state_and_close(seed_chunks: Chunks) -> None:
 def test_close_before_finish_is_truncated(seed_chunks: Chunks) -> None:
     asm = sf.StreamAssembler()
     for chunk in seed_chunks[:3]:
-        asm.feed(chunk)  # type: ignore[arg-type]
+        asm.feed(chunk)
     with pytest.raises(sf.LlmError) as info:
         asm.close()
     assert info.value.code == "STREAM_TRUNCATED" and info.value.chunk_index == 3
     assert "block 0 (text) still open" in info.value.message
     with pytest.raises(sf.LlmError) as again:
-        asm.feed(seed_chunks[3])  # type: ignore[arg-type]
+        asm.feed(seed_chunks[3])
     assert again.value.code == "STREAM_TRUNCATED"
 
 
@@ -102,7 +102,7 @@ def test_snapshot_shows_completed_open_and_partial_arguments() -> None:
         {"type": "text-delta", "index": 0, "text": "Hel"},
         {"type": "text-delta", "index": 0, "text": "lo"},
     ]:
-        asm.feed(chunk)  # type: ignore[arg-type]
+        asm.feed(chunk)
     snap = asm.snapshot()
     assert snap.state == "IN_BLOCK" and snap.chunk_count == 3 and snap.blocks == []
     (open_block,) = snap.open
@@ -113,7 +113,7 @@ def test_snapshot_shows_completed_open_and_partial_arguments() -> None:
         {"type": "tool-call-delta", "index": 1, "id": "c1", "name": "read", "argumentsDelta": '{"path": "src/'},
         {"type": "tool-call-delta", "index": 1, "id": "c1", "argumentsDelta": 'a.py", "lines": [1, 2'},
     ]:
-        asm.feed(chunk)  # type: ignore[arg-type]
+        asm.feed(chunk)
     snap = asm.snapshot()
     assert snap.blocks == [sf.TextBlock(text="Hello")]
     (tool,) = snap.open

@@ -38,7 +38,7 @@ def declared_next(state: str, chunk_type: str, values: dict[str, bool]) -> str |
         moved = model.trigger(chunk_type)  # type: ignore[attr-defined]
     except MachineError:
         return None
-    return model.state if moved else None  # type: ignore[attr-defined, no-any-return]
+    return model.state if moved else None  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("state", m.STATES)
@@ -103,12 +103,12 @@ def test_states_visited_by_a_stream(seed_chunks: list[dict[str, object]]) -> Non
     asm = sf.StreamAssembler()
     seen = [asm.state]
     for chunk in seed_chunks:
-        asm.feed(chunk)  # type: ignore[arg-type]
+        asm.feed(chunk)
         seen.append(asm.state)
     assert seen == [
         "READY", "IN_BLOCK", "IN_BLOCK", "IN_BLOCK", "READY",
         "IN_BLOCK", "IN_BLOCK", "READY", "USAGE", "FINISHED",
     ]  # fmt: skip
     with pytest.raises(sf.LlmError):
-        asm.feed(seed_chunks[0])  # type: ignore[arg-type]
+        asm.feed(seed_chunks[0])
     assert asm.state == "FAILED"

@@ -221,8 +221,9 @@ def diagram(policy: Policy | str | None = None) -> str:
     if resolved is not None:
         machine.title = f"streamfsm ({resolved.value})"
     text: str = machine.get_graph().draw(None)
-    # The current-state highlight is meaningless for a declaration: keep the diagram neutral.
-    return "\n".join(line for line in text.splitlines() if "s_active" not in line and "s_previous" not in line) + "\n"
+    # Styling (and the highlight of a current state, meaningless for a declaration) is left out.
+    kept = [line for line in text.splitlines() if not line.lstrip().startswith(("classDef ", "Class "))]
+    return "\n".join(kept) + "\n"
 
 
 _CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})

@@ -36,6 +36,7 @@ chunk to the full path, which decides. Parts are joined once, at ``block-end``.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any, Final, NoReturn
@@ -233,10 +234,13 @@ _KIND_OF: Final = {v: k for k, v in _DELTA_OF.items()}
 _FIELD_OF: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
 
 
+_NO_ID: Final = object()
+
+
 class _Open:
     """A block that has started: its parts so far, and what its deltas have said."""
 
-    __slots__ = ("delta_type", "fast_cap", "field", "id", "index", "kind", "name", "parts", "size")
+    __slots__ = ("delta_type", "fast_cap", "field", "hot_id", "id", "index", "kind", "name", "parts", "size")
 
     def __init__(self, index: int, kind: str, fast_cap: int) -> None:
         self.index = index
@@ -246,6 +250,9 @@ class _Open:
         self.parts: list[str] = []
         self.id: str | None = None
         self.name: str | None = None
+        # What the hot path compares a delta's id with: None for text and reasoning (no id to check);
+        # for a tool call, a marker no id equals until its first delta has set the id.
+        self.hot_id: object = _NO_ID if kind == "tool-call" else None
         # Characters so far while ``fast_cap >= 0`` (4 bytes a character at most, so a size under
         # fast_cap is under the byte limit); exact UTF-8 bytes once past it (``fast_cap = -1``).
         self.size = 0
@@ -262,24 +269,26 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON (RFC 8259)")
+
+
 def _parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
-    """Parse raw tool arguments: a JSON object (RFC 8259, no NaN/Infinity), or the reason it is not."""
+    """Parse raw tool arguments: a JSON object (RFC 8259, no NaN/Infinity), or the reason it is not.
+
+    orjson decides almost every case. It also refuses two things RFC 8259's grammar allows — integers
+    past 64 bits and escaped lone surrogates (``"\\ud800"``) — so a text it refuses is asked again of the
+    standard parser, with ``NaN``/``Infinity`` turned away. A lone surrogate *character* (not escaped)
+    cannot be UTF-8 and is not JSON text.
+    """
     try:
         value = orjson.loads(arguments)
     except orjson.JSONDecodeError as exc:
         reason = str(exc)
-        # orjson refuses integers past 64 bits, which RFC 8259 allows: ask the standard parser.
-        if "number" in reason.lower() or "integer" in reason.lower():
-            import json
-
-            def _no_constant(name: str) -> NoReturn:
-                raise ValueError(f"{name} is not JSON")
-
-            try:
-                value = json.loads(arguments, parse_constant=_no_constant)
-            except (ValueError, RecursionError) as exc2:
-                return None, str(exc2)
-        else:
+        try:
+            arguments.encode("utf-8")
+            value = json.loads(arguments, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
             return None, reason
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {type(value).__name__}"
@@ -364,33 +373,40 @@ class StreamAssembler:
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
         hot = self._hot
-        if hot is not None:
-            # The hot path: a delta for the one open block (see the module docstring).
+        if hot is not None and type(chunk) is dict:
+            # The hot path: a delta for the one open block (see the module docstring). Any doubt, and
+            # any exception while reading the chunk, leaves it to the full path, which says what is wrong.
             try:
-                if type(chunk) is dict and chunk["type"] == hot.delta_type:
-                    index = chunk["index"]
-                    value = chunk[hot.field]
-                    if type(index) is int and index == hot.index and type(value) is str:
-                        if hot.id is not None:
-                            cid = chunk["id"]
-                            if type(cid) is not str or cid != hot.id:
-                                return self._feed(chunk)
-                            if "name" in chunk:
-                                name = chunk["name"]
-                                if type(name) is not str or name != hot.name:
-                                    return self._feed(chunk)
-                        elif hot.kind == "tool-call":
-                            return self._feed(chunk)
-                        count = self._count
-                        size = hot.size + len(value)
-                        if count < self._max_chunks and size <= hot.fast_cap:
-                            hot.size = size
-                            hot.parts.append(value)
-                            self._count = count + 1
-                            return None
+                value = chunk[hot.field]
+                index = chunk["index"]
+                if (
+                    chunk["type"] == hot.delta_type
+                    and type(value) is str
+                    and type(index) is int
+                    and index == hot.index
+                    and (hot.hot_id is None or self._same_call(chunk, hot))
+                ):
+                    count = self._count
+                    size = hot.size + len(value)
+                    if count < self._max_chunks and size <= hot.fast_cap:
+                        hot.size = size
+                        hot.parts.append(value)
+                        self._count = count + 1
+                        return
             except Exception:
-                pass  # the full path reads the chunk again and says what is wrong with it
-        return self._feed(chunk)
+                pass
+        self._feed(chunk)
+
+    @staticmethod
+    def _same_call(chunk: dict[str, Any], hot: _Open) -> bool:
+        """Whether a tool-call delta repeats the id (and name, if it names one) its block already has."""
+        cid = chunk["id"]
+        if type(cid) is not str or cid != hot.hot_id:
+            return False
+        if "name" not in chunk:
+            return True
+        name = chunk["name"]
+        return type(name) is str and hot.name is not None and name == hot.name
 
     def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
         """Parse one JSON line (orjson) and feed it; a line that is not JSON is an ``INVALID_CHUNK``.
@@ -589,21 +605,21 @@ class StreamAssembler:
                     self._fail(
                         ErrorCode.TOOL_CALL_CONFLICT,
                         f"tool-call-delta for block {block.index} opens call id {cid!r}, which already "
-                        f"belongs to block {owner}: an id belongs to one block per stream",
+                        f"belongs to block {owner}: an id belongs to one block per stream (state {self._state})",
                         n,
                     )
             elif cid != block.id:
                 self._fail(
                     ErrorCode.TOOL_CALL_CONFLICT,
                     f"tool-call-delta for block {block.index} carries id {cid!r}, but the block's "
-                    f"id is {block.id!r}: every delta of a block carries the same id",
+                    f"id is {block.id!r}: every delta of a block carries the same id (state {self._state})",
                     n,
                 )
             if name is not None and block.name is not None and name != block.name:
                 self._fail(
                     ErrorCode.TOOL_CALL_CONFLICT,
                     f"tool-call-delta for block {block.index} names the tool {name!r}, but an "
-                    f"earlier delta named it {block.name!r}",
+                    f"earlier delta named it {block.name!r} (state {self._state})",
                     n,
                 )
         value: str = c[block.field]
@@ -613,8 +629,8 @@ class StreamAssembler:
         block.parts.append(value)
         if t == "tool-call-delta":
             if block.id is None:
-                block.id = c["id"]
-                self._ids[block.id] = block.index
+                block.id = block.hot_id = c["id"]
+                self._ids[c["id"]] = block.index
             if name is not None:
                 block.name = name
 
@@ -654,7 +670,7 @@ class StreamAssembler:
                     self._fail(
                         ErrorCode.TOOL_CALL_CONFLICT,
                         f"block-end for block {block.index} carries call id {cid!r}, which already "
-                        f"belongs to block {owner}: an id belongs to one block per stream",
+                        f"belongs to block {owner}: an id belongs to one block per stream (state {self._state})",
                         n,
                     )
             parsed, why = _parse_arguments(arguments)
@@ -662,7 +678,7 @@ class StreamAssembler:
                 self._fail(
                     ErrorCode.TOOL_ARGUMENTS_INVALID,
                     f"tool call {cid!r} ({name}) in block {block.index}: arguments {_short(arguments)} "
-                    f"are not a JSON object: {why}",
+                    f"are not a JSON object: {why} (state {self._state})",
                     n,
                 )
             if not had_deltas and _utf8_len(arguments) > self._limits.max_block_bytes:

@@ -31,11 +31,9 @@ def assemble(
 ) -> StreamResult:
     """Validate and assemble a whole stream of chunk dicts; raises :class:`LlmError` at the first violation."""
     asm = StreamAssembler(policy, limits)
-    feed = asm.feed
     iterator = iter(chunks)
     try:
-        for chunk in iterator:
-            feed(chunk)
+        asm.feed_many(iterator)
     except BaseException:
         _close_sync(iterator, quietly=True)
         raise

@@ -36,8 +36,7 @@ chunk to the full path, which decides. Parts are joined once, at ``block-end``.
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final, NoReturn
 
@@ -57,6 +56,8 @@ from ._models import (
     TextBlock,
     ToolCallBlock,
     Usage,
+    construct,
+    parse_arguments,
     partial_object,
 )
 from ._wire import CallId
@@ -207,6 +208,37 @@ def next_state(state: str, chunk_type: str, holds: Callable[[str], bool]) -> str
     return None
 
 
+#: Which guards each chunk type's edges may read: the only ones the machine evaluates for it.
+GUARDS_OF: Final[dict[str, tuple[str, ...]]] = {
+    "block-start": ("interleave",),
+    "block-end": ("last_open",),
+    "finish": ("may_finish",),
+}
+_BIT: Final = {guard: 1 << i for i, guard in enumerate(GUARDS)}
+
+
+def _holds(mask: int) -> Callable[[str], bool]:
+    return lambda guard: bool(mask & _BIT[guard])
+
+
+def _resolve() -> dict[str, dict[str, tuple[str | None, ...]]]:
+    """:data:`TABLE` with its guards evaluated ahead: ``{state: {type: dest by guard bit mask}}``."""
+    resolved: dict[str, dict[str, tuple[str | None, ...]]] = {}
+    for state, row in TABLE.items():
+        resolved[state] = {}
+        for chunk_type, edges in row.items():
+            read = {g for _, conditions, unless in edges for g in (*conditions, *unless)}
+            assert read <= set(GUARDS_OF.get(chunk_type, ())), (state, chunk_type, read)
+            resolved[state][chunk_type] = tuple(
+                next_state(state, chunk_type, _holds(mask)) for mask in range(1 << len(GUARDS))
+            )
+    return resolved
+
+
+#: ``{state: {chunk type: (dest for each guard bit mask)}}``; None where the chunk is refused.
+RESOLVED: Final = _resolve()
+
+
 class _Drawn:
     """The model a diagram is drawn for: it only holds the machine's state."""
 
@@ -267,32 +299,6 @@ class _Open:
 
 def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON (RFC 8259)")
-
-
-def _parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
-    """Parse raw tool arguments: a JSON object (RFC 8259, no NaN/Infinity), or the reason it is not.
-
-    orjson decides almost every case. It also refuses two things RFC 8259's grammar allows — integers
-    past 64 bits and escaped lone surrogates (``"\\ud800"``) — so a text it refuses is asked again of the
-    standard parser, with ``NaN``/``Infinity`` turned away. A lone surrogate *character* (not escaped)
-    cannot be UTF-8 and is not JSON text.
-    """
-    try:
-        value = orjson.loads(arguments)
-    except orjson.JSONDecodeError as exc:
-        reason = str(exc)
-        try:
-            arguments.encode("utf-8")
-            value = json.loads(arguments, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
-            return None, reason
-    if not isinstance(value, dict):
-        return None, f"arguments must be a JSON object, got {type(value).__name__}"
-    return value, ""
 
 
 def _short(value: str, limit: int = 40) -> str:
@@ -372,41 +378,65 @@ class StreamAssembler:
 
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
-        hot = self._hot
-        if hot is not None and type(chunk) is dict:
-            # The hot path: a delta for the one open block (see the module docstring). Any doubt, and
-            # any exception while reading the chunk, leaves it to the full path, which says what is wrong.
-            try:
-                value = chunk[hot.field]
-                index = chunk["index"]
-                if (
-                    chunk["type"] == hot.delta_type
-                    and type(value) is str
-                    and type(index) is int
-                    and index == hot.index
-                    and (hot.hot_id is None or self._same_call(chunk, hot))
-                ):
-                    count = self._count
-                    size = hot.size + len(value)
-                    if count < self._max_chunks and size <= hot.fast_cap:
-                        hot.size = size
-                        hot.parts.append(value)
-                        self._count = count + 1
-                        return
-            except Exception:
-                pass
-        self._feed(chunk)
+        self.feed_many((chunk,))
 
-    @staticmethod
-    def _same_call(chunk: dict[str, Any], hot: _Open) -> bool:
-        """Whether a tool-call delta repeats the id (and name, if it names one) its block already has."""
-        cid = chunk["id"]
-        if type(cid) is not str or cid != hot.hot_id:
-            return False
-        if "name" not in chunk:
-            return True
-        name = chunk["name"]
-        return type(name) is str and hot.name is not None and name == hot.name
+    def feed_many(self, chunks: Iterable[Mapping[str, Any]]) -> None:
+        """Feed chunks in order, as many ``feed`` calls would, at a lower cost per chunk.
+
+        The hot path (see the module docstring) is inlined in this loop, with the open block and
+        the chunk count held in locals; every other chunk takes the quick or the precise path.
+        """
+        hot = self._hot
+        count = self._count
+        max_chunks = self._max_chunks
+        for chunk in chunks:
+            if hot is not None and type(chunk) is dict:
+                # Any doubt, or any exception reading the chunk, leaves it to the paths that decide.
+                try:
+                    if chunk["type"] == hot.delta_type:
+                        value = chunk[hot.field]
+                        index = chunk["index"]
+                    else:
+                        value = index = None  # not a delta for the open block: the quick path takes it
+                    if type(value) is str and type(index) is int and index == hot.index and count < max_chunks:
+                        size = hot.size + len(value)
+                        if size <= hot.fast_cap:
+                            call_id = hot.hot_id
+                            if call_id is None:
+                                hot.size = size
+                                hot.parts.append(value)
+                                count += 1
+                                continue
+                            cid = chunk["id"]
+                            if type(cid) is str and cid == call_id:
+                                if "name" in chunk:
+                                    name = chunk["name"]
+                                    same = type(name) is str and name == hot.name
+                                else:
+                                    same = True
+                                if same:
+                                    hot.size = size
+                                    hot.parts.append(value)
+                                    count += 1
+                                    continue
+                except Exception:
+                    pass
+            self._count = count
+            if type(chunk) is dict and self._state in _LIVE:
+                # The quick path: a plain, valid chunk checked and committed in one go; it declines
+                # (returns False, having changed nothing) at the first doubt, and the precise path decides.
+                try:
+                    quick = _QUICK.get(chunk["type"])
+                    accepted = quick is not None and quick(self, chunk)
+                except Exception:
+                    accepted = False
+                if not accepted:
+                    self._precise(chunk)
+            else:
+                self._precise(chunk)
+            hot = self._hot
+            count = self._count
+        self._count = count
 
     def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
         """Parse one JSON line (orjson) and feed it; a line that is not JSON is an ``INVALID_CHUNK``.
@@ -415,13 +445,14 @@ class StreamAssembler:
         """
         if isinstance(line, memoryview):
             line = line.tobytes()
-        if not line.strip():
+        blank = not line.strip(" \t\r\n") if isinstance(line, str) else not line.strip(b" \t\r\n")
+        if blank:  # only JSON whitespace: str.strip() alone would also drop Unicode spaces such as U+001C
             return None
         try:
             chunk = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             text = line if isinstance(line, str) else line.decode("utf-8", "backslashreplace")
-            self._feed(_shape.InvalidLine(text.strip(), str(exc)))
+            self._precise(_shape.InvalidLine(text.strip(), str(exc)))
             raise AssertionError("unreachable: a line that is not JSON is always rejected") from exc
         self.feed(chunk)
         return chunk
@@ -440,12 +471,16 @@ class StreamAssembler:
                 self._count,
             )
         assert self._finish is not None
-        self._result = StreamResult(
-            blocks=[b for b in self._done if b is not None],
-            usage=self._usage,
-            finish=self._finish,
-            interrupted=[self._partial(b) for b in self._open_blocks()],
-            replay_state=self._replay,
+        done = self._done
+        self._result = construct(
+            StreamResult,
+            {
+                "blocks": done if not self._open else [b for b in done if b is not None],
+                "usage": self._usage,
+                "finish": self._finish,
+                "interrupted": [self._partial(b) for b in self._open_blocks()] if self._open else [],
+                "replay_state": self._replay,
+            },
         )
         return self._result
 
@@ -481,7 +516,8 @@ class StreamAssembler:
 
     # -- the full path ------------------------------------------------------------------------
 
-    def _feed(self, chunk: object) -> None:
+    def _precise(self, chunk: object) -> None:
+        """The full path: every check of SPEC §3 in order of precedence, with the message that explains it."""
         n = self._count
         state = self._state
         if state == FAILED:
@@ -505,7 +541,7 @@ class StreamAssembler:
                 f"invalid chunk: reading it raised {type(exc).__name__}: {exc} (state {state})",
                 n,
             )
-        dest = next_state(state, t, lambda guard: self._guard(guard, c))
+        dest = self._dest(state, t, c["reason"]["kind"] if t == "finish" else "")
         if dest is None:
             self._reject(state, t, c, n)
         if t == "text-delta" or t == "reasoning-delta" or t == "tool-call-delta":
@@ -518,18 +554,151 @@ class StreamAssembler:
             self._on_usage(c, n)
         else:
             self._on_finish(c, n)
+        self._move(dest)
+
+    def _dest(self, state: str, t: str, finish_kind: str) -> str | None:
+        """The next state by :data:`RESOLVED`, evaluating only the guards the chunk type reads."""
+        open_blocks = self._open
+        if t == "block-start":
+            mask = 1 if self._interleave else 0
+        elif t == "block-end":
+            mask = 2 if len(open_blocks) == 1 else 0
+        elif t == "finish":
+            mask = 4 if not open_blocks or finish_kind in _CUT_OFF else 0
+        else:
+            mask = 0
+        row = RESOLVED[state].get(t)
+        return None if row is None else row[mask]
+
+    def _move(self, dest: str) -> None:
         self._state = dest
         open_blocks = self._open
         self._hot = next(iter(open_blocks.values())) if dest == IN_BLOCK and len(open_blocks) == 1 else None
 
-    def _guard(self, name: str, c: dict[str, Any]) -> bool:
-        if name == "interleave":
-            return self._interleave
-        if name == "last_open":
-            return len(self._open) == 1
-        if name == "may_finish":
-            return not self._open or c["reason"]["kind"] in _CUT_OFF
-        raise AssertionError(f"unknown guard {name!r}")  # pragma: no cover - the declaration is fixed
+    # -- the quick path: one method per chunk type; True when the chunk is accepted and committed ---
+
+    def _quick_block_start(self, c: dict[str, Any]) -> bool:
+        index = c["index"]
+        kind = c["blockType"]
+        n = self._count
+        if (
+            type(index) is not int
+            or index != self._started
+            or type(kind) is not str
+            or kind not in _DELTA_OF
+            or index >= self._limits.max_blocks
+            or n >= self._max_chunks
+        ):
+            return False
+        dest = self._dest(self._state, "block-start", "")
+        if dest is None:
+            return False
+        self._open[index] = _Open(index, kind, self._fast_cap)
+        self._done.append(None)
+        self._started = index + 1
+        self._count = n + 1
+        self._move(dest)
+        return True
+
+    def _quick_block_end(self, c: dict[str, Any]) -> bool:
+        index = c["index"]
+        wire = c["block"]
+        if type(index) is not int or type(wire) is not dict:
+            return False
+        block = self._open.get(index)
+        n = self._count
+        if block is None or n >= self._max_chunks:
+            return False
+        kind = wire["type"]
+        if type(kind) is not str or kind != block.kind:
+            return False
+        dest = self._dest(self._state, "block-end", "")
+        if dest is None:
+            return False
+        done: Block
+        if kind == "tool-call":
+            cid = wire["id"]
+            name = wire["name"]
+            arguments = wire["arguments"]
+            if type(cid) is not str or type(name) is not str or type(arguments) is not str or not cid or not name:
+                return False
+            if block.parts:
+                if cid != block.id or (block.name is not None and name != block.name):
+                    return False
+                if arguments != "".join(block.parts):
+                    return False
+            elif cid in self._ids or len(arguments) > self._fast_cap:
+                return False
+            parsed, _ = parse_arguments(arguments)
+            if parsed is None:
+                return False
+            done = construct(
+                ToolCallBlock,
+                {"type": kind, "id": cid, "name": name, "arguments": arguments, "parsed_arguments": parsed},
+            )
+            self._ids[cid] = index
+            self._tool_calls += 1
+        else:
+            text = wire["text"]
+            if type(text) is not str:
+                return False
+            if block.parts:
+                if text != "".join(block.parts):
+                    return False
+            elif len(text) > self._fast_cap:
+                return False
+            done = construct(_TEXT_MODEL[kind], {"type": kind, "text": text})
+        del self._open[index]
+        self._done[index] = done
+        self._count = n + 1
+        self._move(dest)
+        return True
+
+    def _quick_usage(self, c: dict[str, Any]) -> bool:
+        u = c["usage"]
+        if type(u) is not dict:
+            return False
+        n = self._count
+        dest = self._dest(self._state, "usage", "")
+        if dest is None or n >= self._max_chunks:
+            return False
+        values: dict[str, int | None] = {}
+        for key, wire in _USAGE_FIELDS:
+            if wire in u:
+                value = u[wire]
+                if type(value) is not int or not 0 <= value <= _MAX_INT:
+                    return False
+                values[key] = value
+            elif key in _USAGE_REQUIRED_FIELDS:
+                return False
+            else:
+                values[key] = None
+        self._usage = construct(Usage, values)
+        self._count = n + 1
+        self._move(dest)
+        return True
+
+    def _quick_finish(self, c: dict[str, Any]) -> bool:
+        reason = c["reason"]
+        if type(reason) is not dict or "replayState" in c:
+            return False
+        kind = reason["kind"]
+        finish = _PLAIN_FINISH.get(kind) if type(kind) is str else None
+        n = self._count
+        if (
+            finish is None
+            or (self._usage is None and not self._interleave)
+            or (kind == "tool-calls" and not self._tool_calls)
+            or n >= self._max_chunks
+        ):
+            return False
+        dest = self._dest(self._state, "finish", kind)
+        if dest is None:
+            return False
+        self._finish = finish
+        self._count = n + 1
+        self._move(dest)
+        return True
 
     def _reject(self, state: str, t: str, c: dict[str, Any], n: int) -> NoReturn:
         code = REJECT[(state, t)]
@@ -673,7 +842,7 @@ class StreamAssembler:
                         f"belongs to block {owner}: an id belongs to one block per stream (state {self._state})",
                         n,
                     )
-            parsed, why = _parse_arguments(arguments)
+            parsed, why = parse_arguments(arguments)
             if parsed is None:
                 self._fail(
                     ErrorCode.TOOL_ARGUMENTS_INVALID,
@@ -684,9 +853,10 @@ class StreamAssembler:
             if not had_deltas and _utf8_len(arguments) > self._limits.max_block_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
             self._admit(n)
-            call = ToolCallBlock(id=CallId(cid), name=name, arguments=arguments)
-            call._parsed = parsed
-            done: Block = call
+            done: Block = construct(
+                ToolCallBlock,
+                {"type": "tool-call", "id": cid, "name": name, "arguments": arguments, "parsed_arguments": parsed},
+            )
             self._ids[cid] = block.index
             self._tool_calls += 1
         else:
@@ -698,7 +868,7 @@ class StreamAssembler:
             elif _utf8_len(text) > self._limits.max_block_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
             self._admit(n)
-            done = TextBlock(text=text) if block.kind == "text" else ReasoningBlock(text=text)
+            done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
         del self._open[block.index]
         self._done[block.index] = done
 
@@ -713,13 +883,7 @@ class StreamAssembler:
     def _on_usage(self, c: dict[str, Any], n: int) -> None:
         self._admit(n)
         u = c["usage"]
-        self._usage = Usage(
-            input_tokens=u["inputTokens"],
-            output_tokens=u["outputTokens"],
-            cache_read_tokens=u.get("cacheReadTokens"),
-            cache_write_tokens=u.get("cacheWriteTokens"),
-            reasoning_tokens=u.get("reasoningTokens"),
-        )
+        self._usage = construct(Usage, {key: u.get(wire) for key, wire in _USAGE_FIELDS})
 
     def _on_finish(self, c: dict[str, Any], n: int) -> None:
         reason = c["reason"]
@@ -816,3 +980,24 @@ class StreamAssembler:
         if b.kind == "text":
             return TextBlock(text=content)
         return ReasoningBlock(text=content)
+
+
+_LIVE: Final = frozenset({READY, IN_BLOCK, USAGE})
+_QUICK: Final[dict[str, Callable[[StreamAssembler, dict[str, Any]], bool]]] = {
+    "block-start": StreamAssembler._quick_block_start,
+    "block-end": StreamAssembler._quick_block_end,
+    "usage": StreamAssembler._quick_usage,
+    "finish": StreamAssembler._quick_finish,
+}
+_MAX_INT: Final = _shape.MAX_INT
+_TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}
+_USAGE_REQUIRED_FIELDS: Final = frozenset({"input_tokens", "output_tokens"})
+_USAGE_FIELDS: Final = (
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cache_read_tokens", "cacheReadTokens"),
+    ("cache_write_tokens", "cacheWriteTokens"),
+    ("reasoning_tokens", "reasoningTokens"),
+)
+#: The finish reasons without a failure: frozen, so one instance of each serves every stream.
+_PLAIN_FINISH: Final = {kind: FinishReason(kind=kind) for kind in ("stop", "tool-calls", "max-tokens")}

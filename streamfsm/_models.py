@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+import re
+from functools import cached_property
+from typing import Any, Literal, NoReturn, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic_core import from_json
 
@@ -23,6 +26,64 @@ __all__ = [
     "ToolCallBlock",
     "Usage",
 ]
+
+
+M = TypeVar("M", bound=BaseModel)
+_set = object.__setattr__
+_new = object.__new__
+_FIELDS_SET: dict[type[BaseModel], set[str]] = {}
+
+
+def construct(cls: type[M], values: dict[str, Any]) -> M:
+    """Build a model from values the machine has already validated, skipping validation.
+
+    ``values`` holds every field (defaults included); other keys fill ``cached_property`` slots
+    (``ToolCallBlock.parsed_arguments``). What pydantic's ``model_construct`` does, minus its
+    default handling, which costs more than the validation it skips.
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    fields_set = _FIELDS_SET.get(cls)
+    if fields_set is None:
+        fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
+    # Shared by every instance of the class: frozen models never change it, and copies copy it.
+    _set(obj, "__pydantic_fields_set__", fields_set)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON (RFC 8259)")
+
+
+def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
+    """Parse raw tool arguments: a JSON object (RFC 8259, no NaN/Infinity), or the reason it is not.
+
+    orjson decides almost every case. It refuses escaped lone surrogates (``"\\ud800"``), which RFC 8259's
+    grammar allows, and reads integers past 64 bits as floats: a text it refuses, or one with a run of 19
+    digits, is asked again of the standard parser, with ``NaN``/``Infinity`` turned away. A lone
+    surrogate *character* (not escaped) cannot be UTF-8 and is not JSON text.
+    """
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError as exc:
+        reason = str(exc)
+        try:
+            arguments.encode("utf-8")
+            value = json.loads(arguments, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return None, reason
+    else:
+        if _LONG_DIGITS.search(arguments) is not None:
+            # orjson turns integers past 64 bits into floats, silently: keep them exact.
+            value = json.loads(arguments, parse_constant=_no_constant)
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, ""
 
 
 def partial_object(text: str) -> dict[str, Any] | None:
@@ -67,22 +128,18 @@ class ToolCallBlock(WireModel):
     id: CallId
     name: str
     arguments: str
-    _parsed: dict[str, Any] | None = PrivateAttr(default=None)
 
-    @property
+    @cached_property
     def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as a dict (parsed once by the machine when the block ended).
+        """The arguments as a dict (the machine parsed them once, when the block ended).
 
-        For a block built by hand, or an interrupted one, the arguments are parsed here;
-        arguments that are cut off are parsed as far as they go (an empty dict if nothing is usable).
+        For a block built by hand, or an interrupted one, the arguments are parsed here; arguments
+        that are cut off are parsed as far as they go (an empty dict if nothing is usable).
         """
-        if self._parsed is None:
-            try:
-                value = orjson.loads(self.arguments)
-            except orjson.JSONDecodeError:
-                value = partial_object(self.arguments)
-            self._parsed = value if isinstance(value, dict) else {}
-        return self._parsed
+        parsed, _ = parse_arguments(self.arguments)
+        if parsed is None:
+            parsed = partial_object(self.arguments)
+        return parsed if parsed is not None else {}
 
 
 Block = TextBlock | ReasoningBlock | ToolCallBlock

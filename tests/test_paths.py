@@ -1,0 +1,154 @@
+"""The hot and quick paths are optimisations only: with them switched off, every outcome is the same.
+
+The precise path (``StreamAssembler._precise``) checks every rule in order of precedence. The hot path
+(deltas for the one open block, inlined in ``feed_many``) and the quick path (one method per chunk type)
+accept a valid chunk faster and decline at the first doubt. This module replays many streams — valid,
+broken and hostile — both ways and requires identical results, codes, positions and messages.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import streamfsm as sf
+from streamfsm import _machine
+
+from .conftest import SEED_CHUNKS, SESSIONS
+
+Outcome = tuple[Any, ...]
+
+
+def outcome(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None = None) -> Outcome:
+    asm = sf.StreamAssembler(policy, limits)
+    try:
+        for chunk in chunks:  # one feed at a time, then all at once below: both entry points
+            asm.feed(chunk)
+        result = asm.close()
+    except sf.LlmError as exc:
+        return ("error", str(exc.code), exc.chunk_index, exc.message)
+    return ("ok", result.to_wire(), [b.to_wire() for b in result.interrupted], result.replay_state)
+
+
+def outcome_many(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None = None) -> Outcome:
+    asm = sf.StreamAssembler(policy, limits)
+    try:
+        asm.feed_many(chunks)
+        result = asm.close()
+    except sf.LlmError as exc:
+        return ("error", str(exc.code), exc.chunk_index, exc.message)
+    return ("ok", result.to_wire(), [b.to_wire() for b in result.interrupted], result.replay_state)
+
+
+def _move_without_hot_path(self: sf.StreamAssembler, dest: str) -> None:
+    self._state = dest
+    self._hot = None
+
+
+def switch_off_fast_paths(m: pytest.MonkeyPatch) -> None:
+    """No quick handlers, and no hot block: every chunk goes through the precise path."""
+    m.setattr(_machine, "_QUICK", {})
+    m.setattr(_machine.StreamAssembler, "_move", _move_without_hot_path)
+
+
+@pytest.fixture
+def precise_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    switch_off_fast_paths(monkeypatch)
+    yield
+
+
+def mutations(chunks: list[dict[str, Any]]) -> Iterator[list[Any]]:
+    """Single mutations of a stream: drop, duplicate, swap neighbours, cut, and field corruptions."""
+    n = len(chunks)
+    for i in range(n):
+        yield chunks[:i] + chunks[i + 1 :]
+        yield chunks[: i + 1] + chunks[i:]
+        yield chunks[:i]
+        if i + 1 < n:
+            yield chunks[:i] + [chunks[i + 1], chunks[i]] + chunks[i + 2 :]
+        for key in chunks[i]:
+            for bad in (None, True, -1, 1, 2.0, "", "x", [], {}, 2**53):
+                changed = copy.deepcopy(chunks)
+                changed[i][key] = bad
+                yield changed
+            dropped = copy.deepcopy(chunks)
+            del dropped[i][key]
+            yield dropped
+        for key in ("block", "usage", "reason"):
+            inner = chunks[i].get(key)
+            if isinstance(inner, dict):
+                for field in inner:
+                    for bad in (None, 1, "", "tool-call", {"kind": "stop"}):
+                        changed = copy.deepcopy(chunks)
+                        changed[i][key][field] = bad
+                        yield changed
+        for garbage in (None, [], "text-delta", 7, sf.InvalidLine("{", "cut")):
+            yield chunks[:i] + [garbage] + chunks[i:]
+
+
+def harness_variant(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The seed stream with its two blocks interleaved (valid under HARNESS only)."""
+    c = copy.deepcopy(chunks)
+    return [c[0], c[1], c[4], c[2], c[5], c[3], c[6], c[7], c[8]]
+
+
+def check_same(streams: list[list[Any]], policy: sf.Policy, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> None:
+    fast = [outcome(s, policy, **kw) for s in streams]
+    fast_many = [outcome_many(s, policy, **kw) for s in streams]
+    assert fast == fast_many
+    with monkeypatch.context() as m:
+        switch_off_fast_paths(m)
+        slow = [outcome(s, policy, **kw) for s in streams]
+    for stream, a, b in zip(streams, fast, slow, strict=True):
+        assert a == b, stream
+
+
+@pytest.mark.parametrize("policy", list(sf.Policy))
+def test_seed_mutations_agree(policy: sf.Policy, monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = [*mutations(SEED_CHUNKS), *mutations(harness_variant(SEED_CHUNKS))]
+    assert len(streams) > 500
+    check_same(streams, policy, monkeypatch)
+
+
+@pytest.mark.parametrize("policy", list(sf.Policy))
+@pytest.mark.parametrize(
+    "limits",
+    [
+        sf.Limits(max_chunks=5),
+        sf.Limits(max_blocks=1),
+        sf.Limits(max_block_bytes=8),
+        sf.Limits(max_block_bytes=24),
+    ],
+    ids=["chunks", "blocks", "bytes-8", "bytes-24"],
+)
+def test_limits_agree(policy: sf.Policy, limits: sf.Limits, monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = [SEED_CHUNKS, harness_variant(SEED_CHUNKS), *itertools.islice(mutations(SEED_CHUNKS), 200)]
+    check_same(streams, policy, monkeypatch, limits=limits)
+
+
+@pytest.mark.skipif(not SESSIONS.is_dir(), reason=f"the recordings folder {SESSIONS} is absent")
+@pytest.mark.parametrize("policy", list(sf.Policy))
+def test_recordings_agree(policy: sf.Policy, monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = [s.chunks for path in sorted(SESSIONS.glob("*.jsonl")) for s in sf.read_session(path)]
+    assert len(streams) == 283
+    check_same(streams, policy, monkeypatch)
+
+
+def test_precise_only_fixture_really_disables_the_fast_paths(precise_only: None) -> None:
+    calls = []
+    original = _machine.StreamAssembler._precise
+
+    def spy(self: sf.StreamAssembler, chunk: object) -> None:
+        calls.append(chunk)
+        original(self, chunk)
+
+    _machine.StreamAssembler._precise = spy  # type: ignore[method-assign]
+    try:
+        sf.assemble(SEED_CHUNKS)
+    finally:
+        _machine.StreamAssembler._precise = original  # type: ignore[method-assign]
+    assert calls == SEED_CHUNKS

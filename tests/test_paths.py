@@ -69,9 +69,10 @@ def mutations(chunks: list[dict[str, Any]]) -> Iterator[list[Any]]:
         yield chunks[: i + 1] + chunks[i:]
         yield chunks[:i]
         if i + 1 < n:
-            yield chunks[:i] + [chunks[i + 1], chunks[i]] + chunks[i + 2 :]
+            yield [*chunks[:i], chunks[i + 1], chunks[i], *chunks[i + 2 :]]
         for key in chunks[i]:
-            for bad in (None, True, -1, 1, 2.0, "", "x", [], {}, 2**53):
+            bads: tuple[Any, ...] = (None, True, -1, 1, 2.0, "", "x", [], {}, 2**53)
+            for bad in bads:
                 changed = copy.deepcopy(chunks)
                 changed[i][key] = bad
                 yield changed
@@ -86,8 +87,9 @@ def mutations(chunks: list[dict[str, Any]]) -> Iterator[list[Any]]:
                         changed = copy.deepcopy(chunks)
                         changed[i][key][field] = bad
                         yield changed
-        for garbage in (None, [], "text-delta", 7, sf.InvalidLine("{", "cut")):
-            yield chunks[:i] + [garbage] + chunks[i:]
+        garbage_values: tuple[Any, ...] = (None, [], "text-delta", 7, sf.InvalidLine("{", "cut"))
+        for garbage in garbage_values:
+            yield [*chunks[:i], garbage, *chunks[i:]]
 
 
 def harness_variant(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -267,31 +267,85 @@ _FIELD_OF: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-
 
 
 _NO_ID: Final = object()
+#: Parts (roughly) between two flushes of an open block's buffer.
+_FLUSH: Final = 4096
 
 
 class _Open:
     """A block that has started: its parts so far, and what its deltas have said."""
 
-    __slots__ = ("delta_type", "fast_cap", "field", "hot_id", "id", "index", "kind", "name", "parts", "size")
+    __slots__ = (
+        "cap",
+        "delta_type",
+        "exact",
+        "field",
+        "flushed",
+        "hot_id",
+        "id",
+        "index",
+        "kind",
+        "name",
+        "parts",
+        "size",
+    )
 
     def __init__(self, index: int, kind: str, fast_cap: int) -> None:
         self.index = index
         self.kind = kind
         self.delta_type = _DELTA_OF[kind]
         self.field = _FIELD_OF[self.delta_type]
+        # The deltas' strings, joined once at block-end. Every _FLUSH parts or so, the parts since the
+        # last flush are joined into one segment (the first ``flushed`` entries are segments), so a
+        # block of a million one-byte deltas holds a few hundred strings, not a million pointers.
         self.parts: list[str] = []
+        self.flushed = 0
         self.id: str | None = None
         self.name: str | None = None
         # What the hot path compares a delta's id with: None for text and reasoning (no id to check);
         # for a tool call, a marker no id equals until its first delta has set the id.
         self.hot_id: object = _NO_ID if kind == "tool-call" else None
-        # Characters so far while ``fast_cap >= 0`` (4 bytes a character at most, so a size under
-        # fast_cap is under the byte limit); exact UTF-8 bytes once past it (``fast_cap = -1``).
+        # ``size`` counts units (characters plus one a part) until ``exact``, then UTF-8 bytes: a
+        # character is 4 bytes at most, so units under a quarter of the byte limit are under it.
         self.size = 0
-        self.fast_cap = fast_cap
+        self.exact = False
+        # The hot path appends while ``size`` stays within ``cap``; past it (the next flush, or the
+        # point where bytes must be counted exactly) the precise path takes the delta.
+        self.cap = min(fast_cap, _FLUSH)
+
+    def flush(self) -> None:
+        """Join the parts since the last flush into one segment."""
+        parts = self.parts
+        if len(parts) - self.flushed > 1:
+            segment = "".join(parts[self.flushed :])
+            del parts[self.flushed :]
+            parts.append(segment)
+        self.flushed = len(parts)
 
     def content(self) -> str:
         return "".join(self.parts)
+
+    def settle(self, text: str) -> bool:
+        """Whether the deltas assembled exactly ``text``; if so the buffer becomes ``text`` itself.
+
+        Same content, one string: the parts can be freed before the block's arguments are parsed. A
+        small buffer is joined and compared; a flushed (large) one is compared piece by piece, so
+        the check allocates nothing and peak memory stays near the size of the block.
+        """
+        parts = self.parts
+        if not self.flushed:
+            if "".join(parts) != text:
+                return False
+        else:
+            pos = 0
+            for part in parts:
+                if not text.startswith(part, pos):
+                    return False
+                pos += len(part)
+            if pos != len(text):
+                return False
+            self.parts = [text]
+            self.flushed = 1
+        return True
 
     def describe(self) -> str:
         return f"block {self.index} ({self.kind})"
@@ -389,54 +443,59 @@ class StreamAssembler:
         hot = self._hot
         count = self._count
         max_chunks = self._max_chunks
-        for chunk in chunks:
-            if hot is not None and type(chunk) is dict:
-                # Any doubt, or any exception reading the chunk, leaves it to the paths that decide.
-                try:
-                    if chunk["type"] == hot.delta_type:
-                        value = chunk[hot.field]
-                        index = chunk["index"]
-                    else:
-                        value = index = None  # not a delta for the open block: the quick path takes it
-                    if type(value) is str and type(index) is int and index == hot.index and count < max_chunks:
-                        size = hot.size + len(value)
-                        if size <= hot.fast_cap:
-                            call_id = hot.hot_id
-                            if call_id is None:
-                                hot.size = size
-                                hot.parts.append(value)
-                                count += 1
-                                continue
-                            cid = chunk["id"]
-                            if type(cid) is str and cid == call_id:
-                                if "name" in chunk:
-                                    name = chunk["name"]
-                                    same = type(name) is str and name == hot.name
-                                else:
-                                    same = True
-                                if same:
+        try:
+            for chunk in chunks:
+                if hot is not None and type(chunk) is dict:
+                    # Any doubt, or any exception reading the chunk, leaves it to the paths that decide.
+                    try:
+                        if chunk["type"] == hot.delta_type:
+                            value = chunk[hot.field]
+                            index = chunk["index"]
+                        else:
+                            value = index = None  # not a delta for the open block: the quick path takes it
+                        if type(value) is str and type(index) is int and index == hot.index and count < max_chunks:
+                            size = hot.size + len(value) + 1
+                            if size <= hot.cap:
+                                call_id = hot.hot_id
+                                if call_id is None:
                                     hot.size = size
                                     hot.parts.append(value)
                                     count += 1
                                     continue
-                except Exception:
-                    pass
-            self._count = count
-            if type(chunk) is dict and self._state in _LIVE:
-                # The quick path: a plain, valid chunk checked and committed in one go; it declines
-                # (returns False, having changed nothing) at the first doubt, and the precise path decides.
-                try:
-                    quick = _QUICK.get(chunk["type"])
-                    accepted = quick is not None and quick(self, chunk)
-                except Exception:
-                    accepted = False
-                if not accepted:
+                                cid = chunk["id"]
+                                if type(cid) is str and cid == call_id:
+                                    if "name" in chunk:
+                                        name = chunk["name"]
+                                        same = type(name) is str and name == hot.name
+                                    else:
+                                        same = True
+                                    if same:
+                                        hot.size = size
+                                        hot.parts.append(value)
+                                        count += 1
+                                        continue
+                    except Exception:
+                        pass
+                self._count = count
+                if type(chunk) is dict and self._state in _LIVE:
+                    # The quick path: a plain, valid chunk checked and committed in one go; it declines
+                    # (returns False, having changed nothing) at the first doubt, and the precise path decides.
+                    try:
+                        quick = _QUICK.get(chunk["type"])
+                        accepted = quick is not None and quick(self, chunk)
+                    except Exception:
+                        accepted = False
+                    if not accepted:
+                        self._precise(chunk)
+                else:
                     self._precise(chunk)
-            else:
-                self._precise(chunk)
-            hot = self._hot
-            count = self._count
-        self._count = count
+                hot = self._hot
+                count = self._count
+        finally:
+            # Deltas the hot path took are counted in the local; the other paths count themselves (a
+            # rejected chunk too), so keep whichever is further along — also when the source raises.
+            if count > self._count:
+                self._count = count
 
     def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
         """Parse one JSON line (orjson) and feed it; a line that is not JSON is an ``INVALID_CHUNK``.
@@ -625,7 +684,7 @@ class StreamAssembler:
             if block.parts:
                 if cid != block.id or (block.name is not None and name != block.name):
                     return False
-                if arguments != "".join(block.parts):
+                if not block.settle(arguments):
                     return False
             elif cid in self._ids or len(arguments) > self._fast_cap:
                 return False
@@ -643,7 +702,7 @@ class StreamAssembler:
             if type(text) is not str:
                 return False
             if block.parts:
-                if text != "".join(block.parts):
+                if not block.settle(text):
                     return False
             elif len(text) > self._fast_cap:
                 return False
@@ -796,6 +855,9 @@ class StreamAssembler:
         self._admit(n)
         block.size = size
         block.parts.append(value)
+        if len(block.parts) - block.flushed >= _FLUSH:
+            block.flush()
+        block.cap = -1 if block.exact else min(self._fast_cap, size + _FLUSH)
         if t == "tool-call-delta":
             if block.id is None:
                 block.id = block.hot_id = c["id"]
@@ -804,14 +866,14 @@ class StreamAssembler:
                 block.name = name
 
     def _grow(self, block: _Open, value: str, n: int) -> int:
-        """The block's size after ``value``; ``LIMIT_EXCEEDED`` past the byte limit."""
-        if block.fast_cap >= 0:
-            size = block.size + len(value)
-            if size <= block.fast_cap:
+        """The block's size after ``value`` (see :class:`_Open`); ``LIMIT_EXCEEDED`` past the byte limit."""
+        if not block.exact:
+            size = block.size + len(value) + 1
+            if size <= self._fast_cap:
                 return size
-            # Past a quarter of the limit in characters: count exact bytes from here on.
+            # Past a quarter of the limit in units: count exact bytes from here on (once, over the parts).
             block.size = sum(_utf8_len(p) for p in block.parts)
-            block.fast_cap = -1
+            block.exact = True
         size = block.size + _utf8_len(value)
         if size > self._limits.max_block_bytes:
             self._limit(n, f"{block.describe()} would hold {size} bytes, more than {self._limits.max_block_bytes}")
@@ -826,13 +888,12 @@ class StreamAssembler:
             name: str = wire["name"]
             arguments: str = wire["arguments"]
             if had_deltas:
-                assembled = block.content()
                 if cid != block.id:
                     self._mismatch(block, "id", cid, block.id or "", n)
                 if block.name is not None and name != block.name:
                     self._mismatch(block, "name", name, block.name, n)
-                if arguments != assembled:
-                    self._mismatch(block, "arguments", arguments, assembled, n)
+                if not block.settle(arguments):
+                    self._mismatch(block, "arguments", arguments, block.content(), n)
             else:
                 owner = self._ids.get(cid)
                 if owner is not None:
@@ -862,9 +923,8 @@ class StreamAssembler:
         else:
             text: str = wire["text"]
             if had_deltas:
-                assembled = block.content()
-                if text != assembled:
-                    self._mismatch(block, "text", text, assembled, n)
+                if not block.settle(text):
+                    self._mismatch(block, "text", text, block.content(), n)
             elif _utf8_len(text) > self._limits.max_block_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
             self._admit(n)

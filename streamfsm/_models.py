@@ -54,6 +54,9 @@ def construct(cls: type[M], values: dict[str, Any]) -> M:
 
 
 _LONG_DIGITS = re.compile(r"[0-9]{19}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: Tool arguments longer than this (characters) are parsed by the standard parser, not orjson.
+ORJSON_MAX = 16_384
 
 
 def _no_constant(name: str) -> NoReturn:
@@ -63,27 +66,44 @@ def _no_constant(name: str) -> NoReturn:
 def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
     """Parse raw tool arguments: a JSON object (RFC 8259, no NaN/Infinity), or the reason it is not.
 
-    orjson decides almost every case. It refuses escaped lone surrogates (``"\\ud800"``), which RFC 8259's
-    grammar allows, and reads integers past 64 bits as floats: a text it refuses, or one with a run of 19
-    digits, is asked again of the standard parser, with ``NaN``/``Infinity`` turned away. A lone
-    surrogate *character* (not escaped) cannot be UTF-8 and is not JSON text.
+    orjson decides small texts, fast. It refuses escaped lone surrogates (``"\\ud800"``), which RFC
+    8259's grammar allows, and reads integers past 64 bits as floats: a text it refuses, or one with a
+    run of 19 digits, is asked again of the standard parser, with ``NaN``/``Infinity`` turned away.
+    Texts over :data:`ORJSON_MAX` characters go to the standard parser directly: orjson reserves about
+    13 times its input while it parses. A lone surrogate *character* (not escaped) cannot be UTF-8
+    and is not JSON text. Nesting deeper than about a thousand levels is refused by both parsers.
     """
-    try:
-        value = orjson.loads(arguments)
-    except orjson.JSONDecodeError as exc:
-        reason = str(exc)
+    if len(arguments) <= ORJSON_MAX:
         try:
-            arguments.encode("utf-8")
-            value = json.loads(arguments, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
-            return None, reason
+            value = orjson.loads(arguments)
+        except orjson.JSONDecodeError as exc:
+            value, reason = _stdlib_loads(arguments)
+            if reason:
+                return None, str(exc)
+        else:
+            if _LONG_DIGITS.search(arguments) is not None:
+                # orjson turns integers past 64 bits into floats, silently: keep them exact.
+                value, _ = _stdlib_loads(arguments)
     else:
-        if _LONG_DIGITS.search(arguments) is not None:
-            # orjson turns integers past 64 bits into floats, silently: keep them exact.
-            value = json.loads(arguments, parse_constant=_no_constant)
+        value, reason = _stdlib_loads(arguments)
+        if reason:
+            return None, reason
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, ""
+
+
+def _stdlib_loads(text: str) -> tuple[Any, str]:
+    """The standard parser, held to RFC 8259: (value, '') or (None, why not)."""
+    surrogate = _SURROGATE.search(text)
+    if surrogate is not None:
+        return None, f"unpaired surrogate U+{ord(surrogate.group()):04X} at character {surrogate.start()}"
+    try:
+        return json.loads(text, parse_constant=_no_constant), ""
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:
+        return None, str(exc)
 
 
 def partial_object(text: str) -> dict[str, Any] | None:

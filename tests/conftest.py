@@ -9,8 +9,17 @@ from typing import Any
 
 import pytest
 
-#: ../shared next to the repository (override with STREAMFSM_SHARED).
-SHARED = Path(os.environ.get("STREAMFSM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+def _find_shared() -> Path:
+    """../shared next to the repository; STREAMFSM_SHARED overrides; /work/shared for a clone elsewhere."""
+    if "STREAMFSM_SHARED" in os.environ:
+        return Path(os.environ["STREAMFSM_SHARED"])
+    candidates = [Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+#: The project's shared folder, with the recorded fixtures.
+SHARED = _find_shared()
 SESSIONS = SHARED / "fixtures" / "harness-sessions"
 PROVIDER_STREAMS = SHARED / "fixtures" / "provider-streams"
 

@@ -215,7 +215,7 @@ def test_avalidate_closes_upstream_on_early_exit(seed_chunks: Chunks) -> None:
         stream = sf.avalidate(up.gen())
         async for _ in stream:
             break
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
         assert up.closed
 
     asyncio.run(main())

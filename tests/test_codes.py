@@ -560,7 +560,7 @@ def test_every_later_call_raises_the_same_code(
         asm.close()
     for later in (U, STOP, start(0, "text"), text_delta(0, "x"), None, {"type": "nonsense"}):
         with pytest.raises(LlmError) as info:
-            asm.feed(later)
+            asm.feed(later)  # type: ignore[arg-type]
         assert info.value.code == code
     for _ in range(2):
         with pytest.raises(LlmError) as info:
@@ -1156,7 +1156,7 @@ def test_limit_exceeded_through_assemble_and_later_calls() -> None:
     assert (info.value.code, info.value.chunk_index) == (E.LIMIT_EXCEEDED, 2)
     for later in (end_text(0, "ab"), None):
         with pytest.raises(LlmError) as info:
-            asm.feed(later)
+            asm.feed(later)  # type: ignore[arg-type]
         assert info.value.code == E.LIMIT_EXCEEDED
     with pytest.raises(LlmError) as info:
         asm.close()

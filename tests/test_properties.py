@@ -163,7 +163,7 @@ JSON_PADS = st.sampled_from(["", "", "", " ", "\n", " \r\n\t"])
 
 def json_text(draw: st.DrawFn, obj: Any) -> str:
     """``obj`` serialised as JSON text, in one of several styles (escapes, unicode, whitespace)."""
-    text = json.dumps(obj, **draw(JSON_STYLES))
+    text = json.dumps(obj, **draw(JSON_STYLES))  # type: ignore[arg-type]
     pad = draw(JSON_PADS)
     return pad + text + pad
 
@@ -617,7 +617,7 @@ def mutated(draw: st.DrawFn, policy: Policy | None = None) -> tuple[Source, list
                 parent = _parent(target, path)
                 if op == "corrupt":
                     old = parent[path[-1]]
-                    parent[path[-1]] = draw(other_values.filter(lambda v, old=old: type(v) is not type(old)))
+                    parent[path[-1]] = draw(other_values.filter(lambda v, old=old: type(v) is not type(old)))  # type: ignore[arg-type]
                 elif op == "delete":
                     del parent[path[-1]]
                 elif draw(st.booleans()):  # retext: a field gets another string
@@ -662,7 +662,7 @@ def _ref_shape(chunk: Any) -> tuple[dict[str, Any], str] | None:
     if t == "usage":
         u = c.get("usage")
         ok = isinstance(u, Mapping) and _int(u.get("inputTokens")) and _int(u.get("outputTokens"))
-        return (c, t) if ok and all(_int(u[k]) for k in USAGE_OPTIONAL if k in u) else None
+        return (c, t) if ok and all(_int(u[k]) for k in USAGE_OPTIONAL if k in u) else None  # type: ignore[index, operator]
     if t == "finish":
         r = c.get("reason")
         if not isinstance(r, Mapping) or r.get("kind") not in FINISH_KINDS or not isinstance(r["kind"], str):
@@ -697,10 +697,10 @@ def _ref_shape(chunk: Any) -> tuple[dict[str, Any], str] | None:
     else:
         b = c.get("block")
         ok = isinstance(b, Mapping) and isinstance(b.get("type"), str) and b["type"] in BLOCK_TYPES
-        if ok and b["type"] == "tool-call":
-            ok = _str(b.get("id"), non_empty=True) and _str(b.get("name"), non_empty=True) and _str(b.get("arguments"))
+        if ok and b["type"] == "tool-call":  # type: ignore[index]
+            ok = _str(b.get("id"), non_empty=True) and _str(b.get("name"), non_empty=True) and _str(b.get("arguments"))  # type: ignore[union-attr]
         elif ok:
-            ok = _str(b.get("text"))
+            ok = _str(b.get("text"))  # type: ignore[union-attr]
     return (c, t) if ok else None
 
 
@@ -1124,7 +1124,7 @@ def test_tool_arguments_keep_integers_wider_than_64_bits(obj: dict[str, int]) ->
         {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
         {"type": "finish", "reason": {"kind": "tool-calls"}},
     ]
-    result = sf.assemble(chunks)
+    result = sf.assemble(chunks)  # type: ignore[arg-type]
     assert result.tool_calls[0].parsed_arguments == json.loads(args)
 
 

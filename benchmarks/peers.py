@@ -1,0 +1,428 @@
+"""The contenders: the baselines, streamfsm's entry points, and one adapter per peer.
+
+A :class:`Contender` has three parts. ``prepare`` turns a workload into the contender's own input
+(the peer's event objects, JSON lines...) and is never timed. ``run`` is what is timed: it takes
+every stream of the prepared input through the contender, *including* the step that produces the
+final assembled object (streamfsm's ``close()``, the SDK's final message or completion), and returns
+one result per stream. ``content`` reads a result back as :class:`~benchmarks.workloads.Content`, so
+that the run can check that every contender assembled exactly what the workload holds.
+
+The peers are optional (``pip install 'streamfsm[bench]'``); :func:`load_peers` says which are
+missing and why. They are imported with :mod:`importlib` and typed ``Any``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+import streamfsm as sf
+
+from .workloads import (
+    PA_TEXT,
+    PA_THINKING,
+    PA_TOOL,
+    Content,
+    Workload,
+    anthropic_events,
+    langchain_chunks,
+    openai_chunks,
+    pydantic_ai_calls,
+)
+
+__all__ = ["PEERS", "Contender", "baselines", "load_peers", "streamfsm_contenders"]
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One thing the run times: see the module docstring."""
+
+    key: str
+    label: str
+    #: "baseline", "streamfsm" or "peer".
+    role: str
+    #: "dicts" (fed chunk dicts or the peer's event objects) or "jsonl" (fed bytes).
+    fmt: str
+    prepare: Callable[[Workload], Any]
+    run: Callable[[Any], list[Any]]
+    #: How a result reads as Content; None for the baselines, which :meth:`check` handles apart.
+    content: Callable[[Any], Content] | None = None
+    #: The peer (distribution) this contender belongs to, for the notes.
+    peer: str = ""
+
+    def check(self, workload: Workload, results: list[Any]) -> str | None:
+        """None when every stream's result holds what the workload holds; else the first difference."""
+        if len(results) != len(workload.streams):
+            return f"{len(results)} results for {len(workload.streams)} streams"
+        if self.key in ("bare", "bare-jsonl"):
+            for k, (joined, wanted) in enumerate(zip(results, workload.expected_bare, strict=True)):
+                if joined != wanted:
+                    return (f"stream {k}: the bare loop joined {len(joined[0])}/{len(joined[1])} chars, "
+                            f"expected {len(wanted[0])}/{len(wanted[1])}")
+            return None
+        if self.key == "orjson":
+            for k, (parsed, stream) in enumerate(zip(results, workload.streams, strict=True)):
+                if parsed != len(stream):
+                    return f"stream {k}: parsed {parsed} lines, expected {len(stream)}"
+            return None
+        assert self.content is not None
+        for k, (result, want) in enumerate(zip(results, workload.expected, strict=True)):
+            try:
+                got = self.content(result)
+            except Exception as exc:
+                return f"stream {k}: reading the result raised {type(exc).__name__}: {exc}"
+            why = want.diff(got)
+            if why is not None:
+                return f"stream {k}: {why}"
+        return None
+
+
+# -- baselines ---------------------------------------------------------------------------------------
+
+
+def bare_loop(chunks: list[dict[str, Any]]) -> tuple[str, str]:
+    """The yardstick of every figure: read ``type``, append text and argument deltas, join at the end."""
+    texts: list[str] = []
+    args: list[str] = []
+    for c in chunks:
+        t = c["type"]
+        if t == "text-delta" or t == "reasoning-delta":
+            texts.append(c["text"])
+        elif t == "tool-call-delta":
+            args.append(c["argumentsDelta"])
+    return "".join(texts), "".join(args)
+
+
+def _run_bare(streams: list[list[dict[str, Any]]]) -> list[Any]:
+    return [bare_loop(s) for s in streams]
+
+
+def _run_orjson(blobs: list[bytes]) -> list[Any]:
+    """``orjson.loads`` of every line, results dropped: the floor of any JSON-lines path."""
+    loads = orjson.loads
+    out: list[Any] = []
+    for blob in blobs:
+        lines = blob.split(b"\n")
+        for line in lines:
+            loads(line)
+        out.append(len(lines))
+    return out
+
+
+def _run_bare_jsonl(blobs: list[bytes]) -> list[Any]:
+    loads = orjson.loads
+    out: list[Any] = []
+    for blob in blobs:
+        texts: list[str] = []
+        args: list[str] = []
+        for line in blob.split(b"\n"):
+            c = loads(line)
+            t = c["type"]
+            if t == "text-delta" or t == "reasoning-delta":
+                texts.append(c["text"])
+            elif t == "tool-call-delta":
+                args.append(c["argumentsDelta"])
+        out.append(("".join(texts), "".join(args)))
+    return out
+
+
+def baselines() -> list[Contender]:
+    return [
+        Contender("bare", "bare loop", "baseline", "dicts", lambda w: w.streams, _run_bare),
+        Contender("orjson", "orjson.loads", "baseline", "jsonl", lambda w: w.jsonl, _run_orjson),
+        Contender("bare-jsonl", "orjson + bare loop", "baseline", "jsonl", lambda w: w.jsonl, _run_bare_jsonl),
+    ]
+
+
+# -- streamfsm -----------------------------------------------------------------------------------------
+
+
+def streamfsm_content(result: sf.StreamResult) -> Content:
+    """A StreamResult as Content: completed blocks, then any a cut-off finish left open."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[tuple[str, str, str]] = []
+    for b in [*result.blocks, *result.interrupted]:
+        if isinstance(b, sf.TextBlock):
+            text.append(b.text)
+        elif isinstance(b, sf.ReasoningBlock):
+            reasoning.append(b.text)
+        else:
+            calls.append((b.id, b.name, b.arguments))
+    return Content("".join(text), "".join(reasoning), tuple(calls))
+
+
+def _sf_dicts(w: Workload) -> tuple[list[list[dict[str, Any]]], sf.Policy]:
+    return w.streams, sf.Policy(w.policy)
+
+
+def _sf_jsonl(w: Workload) -> tuple[list[bytes], sf.Policy]:
+    return w.jsonl, sf.Policy(w.policy)
+
+
+def _run_assemble(prepared: tuple[list[list[dict[str, Any]]], sf.Policy]) -> list[Any]:
+    streams, policy = prepared
+    assemble = sf.assemble
+    return [assemble(s, policy=policy) for s in streams]
+
+
+def _run_feed(prepared: tuple[list[list[dict[str, Any]]], sf.Policy]) -> list[Any]:
+    """As a user writes it: ``asm.feed(chunk)`` per chunk, then ``close()``."""
+    streams, policy = prepared
+    out: list[Any] = []
+    for s in streams:
+        asm = sf.StreamAssembler(policy)
+        for chunk in s:
+            asm.feed(chunk)
+        out.append(asm.close())
+    return out
+
+
+def _run_assemble_jsonl(prepared: tuple[list[bytes], sf.Policy]) -> list[Any]:
+    blobs, policy = prepared
+    assemble_jsonl = sf.assemble_jsonl
+    return [assemble_jsonl(b, policy=policy) for b in blobs]
+
+
+def streamfsm_contenders() -> list[Contender]:
+    return [
+        Contender("assemble", "streamfsm assemble()", "streamfsm", "dicts", _sf_dicts, _run_assemble,
+                  streamfsm_content),
+        Contender("feed", "streamfsm feed()", "streamfsm", "dicts", _sf_dicts, _run_feed, streamfsm_content),
+        Contender("assemble_jsonl", "streamfsm assemble_jsonl()", "streamfsm", "jsonl", _sf_jsonl,
+                  _run_assemble_jsonl, streamfsm_content),
+    ]
+
+
+# -- peers -----------------------------------------------------------------------------------------------
+
+
+def _jsonl_of(objects: list[dict[str, Any]]) -> bytes:
+    return b"\n".join(orjson.dumps(o) for o in objects)
+
+
+def _anthropic() -> list[Contender]:
+    """anthropic-sdk-python: ``accumulate_event`` builds the ``Message`` snapshot as ``MessageStream`` does."""
+    # Not re-exported: the function MessageStream calls for every event (anthropic/lib/streaming/_messages.py).
+    accumulate_event: Any = importlib.import_module("anthropic.lib.streaming._messages").accumulate_event
+    construct_type: Any = importlib.import_module("anthropic._models").construct_type
+    event_type: Any = importlib.import_module("anthropic.types").RawMessageStreamEvent
+
+    def prepare(w: Workload) -> list[list[Any]]:
+        # The objects the SDK's Stream yields: construct_type over the parsed SSE data.
+        return [[construct_type(type_=event_type, value=e) for e in anthropic_events(s)] for s in w.streams]
+
+    def run(streams: list[list[Any]]) -> list[Any]:
+        out: list[Any] = []
+        for events in streams:
+            snapshot = None
+            json_bufs: dict[int, bytes] = {}
+            for event in events:
+                snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
+            out.append((snapshot, json_bufs))
+        return out
+
+    def prepare_jsonl(w: Workload) -> list[bytes]:
+        return [_jsonl_of(anthropic_events(s)) for s in w.streams]
+
+    def run_jsonl(blobs: list[bytes]) -> list[Any]:
+        # accumulate_event accepts the parsed dict and constructs the event itself (construct_type).
+        loads = orjson.loads
+        out: list[Any] = []
+        for blob in blobs:
+            snapshot = None
+            json_bufs: dict[int, bytes] = {}
+            for line in blob.split(b"\n"):
+                snapshot = accumulate_event(event=loads(line), current_snapshot=snapshot, json_bufs=json_bufs)
+            out.append((snapshot, json_bufs))
+        return out
+
+    def content(result: Any) -> Content:
+        snapshot, json_bufs = result
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: list[tuple[str, str, str]] = []
+        for i, block in enumerate(snapshot.content):
+            if block.type == "text":
+                text.append(block.text)
+            elif block.type == "thinking":
+                reasoning.append(block.thinking)
+            elif block.type == "tool_use":
+                # The SDK keeps the raw argument bytes in json_bufs (block.input is the parsed object).
+                calls.append((block.id, block.name, json_bufs.get(i, b"").decode("utf-8")))
+        return Content("".join(text), "".join(reasoning), tuple(calls))
+
+    return [
+        Contender("anthropic", "anthropic accumulate_event", "peer", "dicts", prepare, run, content, "anthropic"),
+        Contender("anthropic-jsonl", "anthropic (JSON lines)", "peer", "jsonl", prepare_jsonl, run_jsonl, content,
+                  "anthropic"),
+    ]
+
+
+def _openai() -> list[Contender]:
+    """openai-python: ``ChatCompletionStreamState.handle_chunk`` then ``get_final_completion()``
+    (the snapshot for a stream cut off by max tokens)."""
+    state_type: Any = importlib.import_module("openai.lib.streaming.chat").ChatCompletionStreamState
+    chunk_type: Any = importlib.import_module("openai.types.chat").ChatCompletionChunk
+    construct_type: Any = importlib.import_module("openai._models").construct_type
+    cut_off: Any = importlib.import_module("openai").LengthFinishReasonError
+
+    def final(state: Any) -> Any:
+        # A stream cut off by max tokens ("length") has no final completion: the SDK raises, and callers
+        # read the snapshot instead.
+        try:
+            return state.get_final_completion()
+        except cut_off:
+            return state.current_completion_snapshot
+
+    def prepare(w: Workload) -> list[list[Any]]:
+        return [[construct_type(type_=chunk_type, value=c) for c in openai_chunks(s)] for s in w.streams]
+
+    def run(streams: list[list[Any]]) -> list[Any]:
+        out: list[Any] = []
+        for chunks in streams:
+            state = state_type()
+            for chunk in chunks:
+                state.handle_chunk(chunk)
+            out.append(final(state))
+        return out
+
+    def prepare_jsonl(w: Workload) -> list[bytes]:
+        return [_jsonl_of(openai_chunks(s)) for s in w.streams]
+
+    def run_jsonl(blobs: list[bytes]) -> list[Any]:
+        # As the SDK's Stream does with each SSE data line: parse, construct_type, then handle_chunk.
+        loads = orjson.loads
+        out: list[Any] = []
+        for blob in blobs:
+            state = state_type()
+            for line in blob.split(b"\n"):
+                state.handle_chunk(construct_type(type_=chunk_type, value=loads(line)))
+            out.append(final(state))
+        return out
+
+    def content(result: Any) -> Content:
+        message = result.choices[0].message
+        extra = message.model_extra or {}
+        calls = tuple(
+            (tc.id, tc.function.name, tc.function.arguments) for tc in (message.tool_calls or [])
+        )
+        return Content(message.content or "", extra.get("reasoning_content") or "", calls)
+
+    return [
+        Contender("openai", "openai ChatCompletionStreamState", "peer", "dicts", prepare, run, content, "openai"),
+        Contender("openai-jsonl", "openai (JSON lines)", "peer", "jsonl", prepare_jsonl, run_jsonl, content,
+                  "openai"),
+    ]
+
+
+def _pydantic_ai() -> list[Contender]:
+    """pydantic-ai: ``ModelResponsePartsManager`` fed as its Anthropic model feeds it, then ``get_parts()``."""
+    manager_type: Any = importlib.import_module("pydantic_ai._parts_manager").ModelResponsePartsManager
+    params_type: Any = importlib.import_module("pydantic_ai.models").ModelRequestParameters
+    params = params_type()
+
+    def prepare(w: Workload) -> list[Any]:
+        return [pydantic_ai_calls(s) for s in w.streams]
+
+    def run(streams: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for calls in streams:
+            manager = manager_type(model_request_parameters=params)
+            text = manager.handle_text_delta
+            thinking = manager.handle_thinking_delta
+            tool = manager.handle_tool_call_delta
+            for code, index, value, name, call_id in calls:
+                if code == PA_TEXT:
+                    for _ in text(vendor_part_id=index, content=value):
+                        pass
+                elif code == PA_TOOL:
+                    tool(vendor_part_id=index, args=value)
+                elif code == PA_THINKING:
+                    for _ in thinking(vendor_part_id=index, content=value):
+                        pass
+                else:
+                    tool(vendor_part_id=index, tool_name=name, args=value, tool_call_id=call_id)
+            out.append(manager.get_parts())
+        return out
+
+    def content(parts: Any) -> Content:
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: list[tuple[str, str, str]] = []
+        for part in parts:
+            kind = part.part_kind
+            if kind == "text":
+                text.append(part.content)
+            elif kind == "thinking":
+                reasoning.append(part.content)
+            elif kind == "tool-call":
+                args = part.args
+                calls.append((part.tool_call_id, part.tool_name,
+                              args if isinstance(args, str) else "" if args is None else orjson.dumps(args).decode()))
+        return Content("".join(text), "".join(reasoning), tuple(calls))
+
+    return [Contender("pydantic-ai", "pydantic-ai PartsManager", "peer", "dicts", prepare, run, content,
+                      "pydantic-ai-slim")]
+
+
+def _langchain() -> list[Contender]:
+    """langchain-core: ``AIMessageChunk`` summed with ``+`` as they stream, the way callers accumulate them."""
+    chunk_type: Any = importlib.import_module("langchain_core.messages").AIMessageChunk
+
+    def prepare(w: Workload) -> list[list[Any]]:
+        return [[chunk_type(**kw) for kw in langchain_chunks(s)] for s in w.streams]
+
+    def run(streams: list[list[Any]]) -> list[Any]:
+        out: list[Any] = []
+        for chunks in streams:
+            it = iter(chunks)
+            acc = next(it)
+            for chunk in it:
+                acc = acc + chunk
+            out.append(acc)
+        return out
+
+    def content(acc: Any) -> Content:
+        calls = tuple(
+            (tc.get("id") or "", tc.get("name") or "", tc.get("args") or "")
+            for tc in sorted(acc.tool_call_chunks, key=lambda tc: tc.get("index") or 0)
+        )
+        text = acc.content if isinstance(acc.content, str) else ""
+        return Content(text, acc.additional_kwargs.get("reasoning_content", ""), calls)
+
+    return [Contender("langchain", "langchain AIMessageChunk +", "peer", "dicts", prepare, run, content,
+                      "langchain-core")]
+
+
+#: (distribution, the modules it must provide, the adapter).
+PEERS: tuple[tuple[str, str, Callable[[], list[Contender]]], ...] = (
+    ("anthropic", "anthropic", _anthropic),
+    ("openai", "openai", _openai),
+    ("pydantic-ai-slim", "pydantic_ai", _pydantic_ai),
+    ("langchain-core", "langchain_core", _langchain),
+)
+
+
+def load_peers() -> tuple[list[Contender], dict[str, str], dict[str, str]]:
+    """The installed peers' contenders, ``{distribution: version}``, and ``{distribution: why missing}``."""
+    contenders: list[Contender] = []
+    versions: dict[str, str] = {}
+    missing: dict[str, str] = {}
+    for dist, _module, adapter in PEERS:
+        try:
+            made = adapter()
+        except Exception as exc:  # ImportError, or an API this harness does not know
+            missing[dist] = f"{type(exc).__name__}: {exc}"
+            continue
+        contenders += made
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = "?"
+    return contenders, versions, missing

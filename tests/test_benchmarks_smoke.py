@@ -1,0 +1,98 @@
+"""``python -m benchmarks --smoke`` runs, checks every contender's output and writes its report.
+
+No timing assertions: a smoke run only proves the harness still works (every workload, every
+installed peer, the content checks, the report). Peers are optional: without them it still passes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("bench")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--smoke", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return proc, out
+
+
+def test_smoke_run_exits_cleanly(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, _ = smoke
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+
+
+def test_smoke_run_prints_the_tables(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, _ = smoke
+    out = proc.stdout
+    assert "### Results: chunk dicts" in out
+    assert "### Results: JSON lines" in out
+    assert "### Targets" in out
+    assert "### Peak memory" in out
+    assert "| bare loop" in out and "streamfsm assemble()" in out and "streamfsm feed()" in out
+    assert "streamfsm assemble_jsonl()" in out
+    for workload in ("typical", "text-", "args-", "short"):
+        assert f"| {workload}" in out, workload
+    # Every target row carries a verdict.
+    assert "PASS" in out or "FAIL" in out
+
+
+def test_every_content_check_passed(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, _ = smoke
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("Content checks:")), None)
+    assert line is not None, proc.stdout[-2000:]
+    assert " 0 failed" in line, proc.stdout[-4000:]
+    assert "FAILED:" not in proc.stdout
+
+
+def test_smoke_run_writes_results_md(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, out = smoke
+    report = (out / "RESULTS.md").read_text(encoding="utf-8")
+    for section in (
+        "# streamfsm benchmarks",
+        "## Environment",
+        "## Peers",
+        "## Workloads",
+        "## Method",
+        "## Results",
+        "### Targets",
+        "### Peak memory",
+        "### Content checks",
+        "## Plot",
+    ):
+        assert section in report, section
+    assert "- Machine:" in report and "- Python:" in report and "- Date:" in report and "- streamfsm:" in report
+    # The smoke run does not overwrite the committed benchmarks/RESULTS.md.
+    assert out.resolve() != (REPO / "benchmarks").resolve()
+
+
+def test_missing_peers_are_reported(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, out = smoke
+    report = (out / "RESULTS.md").read_text(encoding="utf-8")
+    from benchmarks.peers import PEERS
+
+    for dist, _module, _adapter in PEERS:
+        assert f"- {dist}" in report, dist  # installed (with its version) or MISSING (with the reason)
+
+
+def test_plot_written_or_its_absence_explained(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, out = smoke
+    report = (out / "RESULTS.md").read_text(encoding="utf-8")
+    if (out / "ns_per_chunk.png").exists():
+        assert "ns_per_chunk.png" in report
+    else:
+        assert "matplotlib is not installed" in report

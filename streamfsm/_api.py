@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+import io
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Generator, Iterable, Iterator, Mapping
 from typing import IO, Any, TypeVar
 
 from ._machine import Limits, Policy, StreamAssembler
@@ -66,7 +67,7 @@ def validate(
     *,
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
-) -> Iterator[C]:
+) -> Generator[C, None, None]:
     """Pass chunks through, each once it is accepted; raises :class:`LlmError` at the first violation.
 
     At the end of input the stream must have finished (``STREAM_TRUNCATED`` otherwise). The upstream
@@ -91,7 +92,7 @@ async def avalidate(
     *,
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
-) -> AsyncIterator[C]:
+) -> AsyncGenerator[C, None]:
     """:func:`validate` for an async iterable.
 
     The upstream async iterator is closed (``aclose()``) on error, on cancellation and when the
@@ -116,11 +117,11 @@ def iter_lines(source: JsonLines) -> Iterator[bytes | str]:
     """The lines of ``source``: a bytes or str blob, a text or binary file, or an iterable of lines."""
     # Split on newlines only: str.splitlines would also split inside JSON strings at U+2028 and friends.
     if isinstance(source, str):
-        yield from source.split("\n")
-    elif isinstance(source, (bytes, bytearray)):
-        yield from source.split(b"\n")
-    else:
-        yield from source
+        return iter(source.split("\n"))
+    if isinstance(source, (bytes, bytearray)):
+        # A BytesIO over bytes shares their buffer and hands out one line at a time.
+        return iter(io.BytesIO(source))
+    return iter(source)
 
 
 def assemble_jsonl(
@@ -134,9 +135,7 @@ def assemble_jsonl(
     A line that is not JSON is an ``INVALID_CHUNK`` at its position in the stream.
     """
     asm = StreamAssembler(policy, limits)
-    feed_line = asm.feed_line
-    for line in iter_lines(source):
-        feed_line(line)
+    asm.feed_lines(iter_lines(source))
     return asm.close()
 
 

@@ -354,6 +354,21 @@ class _Open:
         return f"block {self.index} ({self.kind})"
 
 
+def _no_hot_block(value: str) -> None:  # pragma: no cover - feed_many appends only with a hot block
+    raise AssertionError("no hot block to append to")
+
+
+def _same_call(chunk: dict[str, Any], call_id: object, name: str | None) -> bool:
+    """Whether a tool-call delta repeats its block's id, and its name if it names one."""
+    cid = chunk["id"]
+    if type(cid) is not str or cid != call_id:
+        return False
+    if "name" not in chunk:
+        return True
+    given = chunk["name"]
+    return type(given) is str and given == name
+
+
 def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
@@ -435,70 +450,91 @@ class StreamAssembler:
 
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
-        self.feed_many((chunk,))
+        hot = self._hot
+        if hot is not None:
+            # The hot path (module docstring); the same test as feed_many's, on attributes instead of
+            # locals. Any doubt, or any exception reading the chunk, leaves it to the paths that decide.
+            try:
+                if chunk["type"] == hot.delta_type and type(chunk) is dict:
+                    value = chunk[hot.field]
+                    index = chunk["index"]
+                    count = self._count
+                    if type(value) is str and index == hot.index and type(index) is int and count < self._max_chunks:
+                        size = hot.size + len(value) + 1
+                        if size <= hot.cap and (hot.hot_id is None or _same_call(chunk, hot.hot_id, hot.name)):
+                            hot.size = size
+                            hot.parts.append(value)
+                            self._count = count + 1
+                            return
+            except Exception:
+                pass
+        self._feed_other(chunk)
 
     def feed_many(self, chunks: Iterable[Mapping[str, Any]]) -> None:
         """Feed chunks in order, as many ``feed`` calls would, at a lower cost per chunk.
 
-        The hot path (see the module docstring) is inlined in this loop, with the open block and
-        the chunk count held in locals; every other chunk takes the quick or the precise path.
+        The hot path's test is inlined in this loop with the open block's fields held in locals,
+        refreshed whenever another path has moved the machine.
         """
-        hot = self._hot
         count = self._count
         max_chunks = self._max_chunks
+        hot = delta_type = field = h_index = call_id = name = None
+        size = cap = 0
+        append: Callable[[str], None] = _no_hot_block
+        if self._hot is not None:
+            hot = self._hot
+            delta_type, field, h_index, call_id, name = hot.delta_type, hot.field, hot.index, hot.hot_id, hot.name
+            size, cap, append = hot.size, hot.cap, hot.parts.append
         try:
             for chunk in chunks:
-                if hot is not None and type(chunk) is dict:
-                    # Any doubt, or any exception reading the chunk, leaves it to the paths that decide.
+                if hot is not None:
                     try:
-                        if chunk["type"] == hot.delta_type:
-                            value = chunk[hot.field]
+                        if chunk["type"] == delta_type and type(chunk) is dict:
+                            value = chunk[field]
                             index = chunk["index"]
-                        else:
-                            value = index = None  # not a delta for the open block: the quick path takes it
-                        if type(value) is str and type(index) is int and index == hot.index and count < max_chunks:
-                            size = hot.size + len(value) + 1
-                            if size <= hot.cap:
-                                call_id = hot.hot_id
-                                if call_id is None:
-                                    hot.size = size
-                                    hot.parts.append(value)
+                            if type(value) is str and index == h_index and type(index) is int and count < max_chunks:
+                                new_size = size + len(value) + 1
+                                if new_size <= cap and (call_id is None or _same_call(chunk, call_id, name)):
+                                    size = new_size
+                                    append(value)
                                     count += 1
                                     continue
-                                cid = chunk["id"]
-                                if type(cid) is str and cid == call_id:
-                                    if "name" in chunk:
-                                        name = chunk["name"]
-                                        same = type(name) is str and name == hot.name
-                                    else:
-                                        same = True
-                                    if same:
-                                        hot.size = size
-                                        hot.parts.append(value)
-                                        count += 1
-                                        continue
                     except Exception:
                         pass
+                    hot.size = size
                 self._count = count
-                if type(chunk) is dict and self._state in _LIVE:
-                    # The quick path: a plain, valid chunk checked and committed in one go; it declines
-                    # (returns False, having changed nothing) at the first doubt, and the precise path decides.
-                    try:
-                        quick = _QUICK.get(chunk["type"])
-                        accepted = quick is not None and quick(self, chunk)
-                    except Exception:
-                        accepted = False
-                    if not accepted:
-                        self._precise(chunk)
-                else:
-                    self._precise(chunk)
-                hot = self._hot
+                self._feed_other(chunk)
                 count = self._count
+                hot = self._hot
+                if hot is not None:
+                    delta_type, field, h_index, call_id, name = (
+                        hot.delta_type,
+                        hot.field,
+                        hot.index,
+                        hot.hot_id,
+                        hot.name,
+                    )
+                    size, cap, append = hot.size, hot.cap, hot.parts.append
         finally:
-            # Deltas the hot path took are counted in the local; the other paths count themselves (a
+            # Deltas the hot path took are counted in the locals; the other paths count themselves (a
             # rejected chunk too), so keep whichever is further along — also when the source raises.
             if count > self._count:
                 self._count = count
+                if hot is not None:
+                    hot.size = size
+
+    def _feed_other(self, chunk: object) -> None:
+        """A chunk the hot path did not take: the quick path, or else the precise path."""
+        if type(chunk) is dict and self._state in _LIVE:
+            # A plain, valid chunk is checked and committed in one go; the quick path declines
+            # (returns False, having changed nothing) at the first doubt, and the precise path decides.
+            try:
+                quick = _QUICK.get(chunk["type"])
+                if quick is not None and quick(self, chunk):
+                    return
+            except Exception:
+                pass
+        self._precise(chunk)
 
     def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
         """Parse one JSON line (orjson) and feed it; a line that is not JSON is an ``INVALID_CHUNK``.

@@ -39,7 +39,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from itertools import islice
-from typing import Any, Final, NoReturn
+from typing import Any, ClassVar, Final, NoReturn
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -262,9 +262,7 @@ def diagram(policy: Policy | str | None = None) -> str:
 
 _CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})
 _USAGE_REQUIRED: Final = frozenset({"stop", "tool-calls", "max-tokens"})
-_DELTA_OF: Final = {"text": "text-delta", "reasoning": "reasoning-delta", "tool-call": "tool-call-delta"}
-_KIND_OF: Final = {v: k for k, v in _DELTA_OF.items()}
-_FIELD_OF: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
+_KIND_OF: Final = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
 
 
 _NO_ID: Final = object()
@@ -275,28 +273,20 @@ _FLUSH: Final = 4096
 
 
 class _Open:
-    """A block that has started: its parts so far, and what its deltas have said."""
+    """A block that has started: its parts so far, and what its deltas have said.
 
-    __slots__ = (
-        "cap",
-        "delta_type",
-        "exact",
-        "field",
-        "flushed",
-        "hot_id",
-        "id",
-        "index",
-        "kind",
-        "name",
-        "parts",
-        "size",
-    )
+    One subclass a block type carries the type's constants (``kind``, the ``delta_type`` its deltas
+    have, the ``field`` that holds their text), so opening a block sets only what varies.
+    """
 
-    def __init__(self, index: int, kind: str, fast_cap: int) -> None:
+    kind: ClassVar[str]
+    delta_type: ClassVar[str]
+    field: ClassVar[str]
+
+    __slots__ = ("cap", "flushed", "hot_id", "id", "index", "name", "parts", "size")
+
+    def __init__(self, index: int, fast_cap: int) -> None:
         self.index = index
-        self.kind = kind
-        self.delta_type = _DELTA_OF[kind]
-        self.field = _FIELD_OF[self.delta_type]
         # The deltas' strings, joined once at block-end. Every _FLUSH parts or so, the parts since the
         # last flush are joined into one segment (the first ``flushed`` entries are segments), so a
         # block of a million one-byte deltas holds a few hundred strings, not a million pointers.
@@ -306,14 +296,18 @@ class _Open:
         self.name: str | None = None
         # What the hot path compares a delta's id with: None for text and reasoning (no id to check);
         # for a tool call, a marker no id equals until its first delta has set the id.
-        self.hot_id: object = _NO_ID if kind == "tool-call" else None
-        # ``size`` counts units (characters plus one a part) until ``exact``, then UTF-8 bytes: a
-        # character is 4 bytes at most, so units under a quarter of the byte limit are under it.
+        self.hot_id: object = None
+        # ``size`` counts units (characters plus one a part) while ``cap >= 0``, then UTF-8 bytes (``cap``
+        # is -1 from then on): a character is 4 bytes at most, so units under a quarter of the byte
+        # limit are under it. The hot path appends while ``size`` stays within ``cap``; past it (the
+        # next flush, or the point where bytes must be counted exactly) the precise path takes the delta.
         self.size = 0
-        self.exact = False
-        # The hot path appends while ``size`` stays within ``cap``; past it (the next flush, or the
-        # point where bytes must be counted exactly) the precise path takes the delta.
         self.cap = min(fast_cap, _FLUSH)
+
+    @property
+    def exact(self) -> bool:
+        """Whether ``size`` counts exact UTF-8 bytes."""
+        return self.cap < 0
 
     def flush(self) -> None:
         """Join the parts since the last flush into one segment."""
@@ -352,6 +346,34 @@ class _Open:
 
     def describe(self) -> str:
         return f"block {self.index} ({self.kind})"
+
+
+class _OpenText(_Open):
+    __slots__ = ()
+    kind = "text"
+    delta_type = "text-delta"
+    field = "text"
+
+
+class _OpenReasoning(_Open):
+    __slots__ = ()
+    kind = "reasoning"
+    delta_type = "reasoning-delta"
+    field = "text"
+
+
+class _OpenToolCall(_Open):
+    __slots__ = ()
+    kind = "tool-call"
+    delta_type = "tool-call-delta"
+    field = "argumentsDelta"
+
+    def __init__(self, index: int, fast_cap: int) -> None:
+        super().__init__(index, fast_cap)
+        self.hot_id = _NO_ID
+
+
+_OPEN_OF: Final[dict[str, type[_Open]]] = {"text": _OpenText, "reasoning": _OpenReasoning, "tool-call": _OpenToolCall}
 
 
 def _no_hot_block(value: str) -> None:  # pragma: no cover - feed_many appends only with a hot block
@@ -395,11 +417,13 @@ class StreamAssembler:
         "_ids",
         "_interleave",
         "_limits",
+        "_max_blocks",
         "_max_chunks",
         "_open",
         "_policy",
         "_replay",
         "_result",
+        "_start_mask",
         "_started",
         "_state",
         "_tool_calls",
@@ -407,11 +431,13 @@ class StreamAssembler:
     )
 
     def __init__(self, policy: Policy | str = Policy.STRICT, limits: Limits | None = None) -> None:
-        self._policy = Policy(policy)
-        self._limits = limits if limits is not None else DEFAULT_LIMITS
-        self._interleave = self._policy is Policy.HARNESS
-        self._max_chunks = self._limits.max_chunks
-        self._fast_cap = self._limits.max_block_bytes // 4
+        self._policy = policy if type(policy) is Policy else Policy(policy)
+        self._limits = limits = limits if limits is not None else DEFAULT_LIMITS
+        self._interleave = interleave = self._policy is Policy.HARNESS
+        self._start_mask = 1 if interleave else 0  # the guard bits of a block-start (see RESOLVED)
+        self._max_chunks = limits.max_chunks
+        self._max_blocks = limits.max_blocks
+        self._fast_cap = limits.max_block_bytes // 4
         self._state = READY
         self._count = 0
         self._open: dict[int, _Open] = {}
@@ -700,6 +726,9 @@ class StreamAssembler:
 
     # -- the quick path: one method per chunk type; True when the chunk is accepted and committed ---
 
+    # The quick handlers compute the next state as _dest does and move as _move does, inlined: they
+    # run for every block-start, block-end, usage and finish, and a stream's fixed cost is theirs.
+
     def _quick_block_start(self, c: dict[str, Any]) -> bool:
         index = c["index"]
         kind = c["blockType"]
@@ -708,19 +737,22 @@ class StreamAssembler:
             type(index) is not int
             or index != self._started
             or type(kind) is not str
-            or kind not in _DELTA_OF
-            or index >= self._limits.max_blocks
+            or index >= self._max_blocks
             or n >= self._max_chunks
         ):
             return False
-        dest = self._dest(self._state, "block-start", "")
-        if dest is None:
+        opened = _OPEN_OF.get(kind)
+        dest = RESOLVED[self._state]["block-start"][self._start_mask]  # KeyError after usage: declined
+        if opened is None or dest is None:
             return False
-        self._open[index] = _Open(index, kind, self._fast_cap)
+        block = opened(index, self._fast_cap)
+        open_blocks = self._open
+        open_blocks[index] = block
         self._done.append(None)
         self._started = index + 1
         self._count = n + 1
-        self._move(dest)
+        self._state = dest
+        self._hot = block if len(open_blocks) == 1 else None
         return True
 
     def _quick_block_end(self, c: dict[str, Any]) -> bool:
@@ -728,14 +760,15 @@ class StreamAssembler:
         wire = c["block"]
         if type(index) is not int or type(wire) is not dict:
             return False
-        block = self._open.get(index)
+        open_blocks = self._open
+        block = open_blocks.get(index)
         n = self._count
         if block is None or n >= self._max_chunks:
             return False
         kind = wire["type"]
         if type(kind) is not str or kind != block.kind:
             return False
-        dest = self._dest(self._state, "block-end", "")
+        dest = RESOLVED[self._state]["block-end"][2 if len(open_blocks) == 1 else 0]
         if dest is None:
             return False
         done: Block
@@ -771,10 +804,11 @@ class StreamAssembler:
             elif len(text) > self._fast_cap:
                 return False
             done = construct(_TEXT_MODEL[kind], {"type": kind, "text": text})
-        del self._open[index]
+        del open_blocks[index]
         self._done[index] = done
         self._count = n + 1
-        self._move(dest)
+        self._state = dest
+        self._hot = next(iter(open_blocks.values())) if len(open_blocks) == 1 and dest == IN_BLOCK else None
         return True
 
     def _quick_usage(self, c: dict[str, Any]) -> bool:
@@ -782,23 +816,37 @@ class StreamAssembler:
         if type(u) is not dict:
             return False
         n = self._count
-        dest = self._dest(self._state, "usage", "")
-        if dest is None or n >= self._max_chunks:
+        dest = RESOLVED[self._state]["usage"][0]  # KeyError after usage: declined
+        inputs = u["inputTokens"]
+        outputs = u["outputTokens"]
+        cache_read = u.get("cacheReadTokens", _ABSENT)
+        cache_write = u.get("cacheWriteTokens", _ABSENT)
+        reasoning = u.get("reasoningTokens", _ABSENT)
+        if (
+            dest is None
+            or n >= self._max_chunks
+            or type(inputs) is not int
+            or type(outputs) is not int
+            or not 0 <= inputs <= _MAX_INT
+            or not 0 <= outputs <= _MAX_INT
+        ):
             return False
-        values: dict[str, int | None] = {}
-        for key, wire in _USAGE_FIELDS:
-            if wire in u:
-                value = u[wire]
-                if type(value) is not int or not 0 <= value <= _MAX_INT:
-                    return False
-                values[key] = value
-            elif key in _USAGE_REQUIRED_FIELDS:
+        for optional in (cache_read, cache_write, reasoning):
+            if optional is not _ABSENT and (type(optional) is not int or not 0 <= optional <= _MAX_INT):
                 return False
-            else:
-                values[key] = None
-        self._usage = construct(Usage, values)
+        self._usage = construct(
+            Usage,
+            {
+                "input_tokens": inputs,
+                "output_tokens": outputs,
+                "cache_read_tokens": None if cache_read is _ABSENT else cache_read,
+                "cache_write_tokens": None if cache_write is _ABSENT else cache_write,
+                "reasoning_tokens": None if reasoning is _ABSENT else reasoning,
+            },
+        )
         self._count = n + 1
-        self._move(dest)
+        self._state = dest
+        self._hot = None
         return True
 
     def _quick_finish(self, c: dict[str, Any]) -> bool:
@@ -815,12 +863,13 @@ class StreamAssembler:
             or n >= self._max_chunks
         ):
             return False
-        dest = self._dest(self._state, "finish", kind)
+        dest = RESOLVED[self._state]["finish"][4 if not self._open or kind == "max-tokens" else 0]
         if dest is None:
             return False
         self._finish = finish
         self._count = n + 1
-        self._move(dest)
+        self._state = dest
+        self._hot = None
         return True
 
     def _reject(self, state: str, t: str, c: dict[str, Any], n: int) -> NoReturn:
@@ -862,7 +911,7 @@ class StreamAssembler:
             self._limit(n, f"more than {self._limits.max_blocks} blocks")
         self._admit(n)
         kind = c["blockType"]
-        self._open[index] = _Open(index, kind, self._fast_cap)
+        self._open[index] = _OPEN_OF[kind](index, self._fast_cap)
         self._done.append(None)
         self._started += 1
 
@@ -921,7 +970,8 @@ class StreamAssembler:
         block.parts.append(value)
         if len(block.parts) - block.flushed >= _FLUSH:
             block.flush()
-        block.cap = -1 if block.exact else min(self._fast_cap, size + _FLUSH)
+        if not block.exact:
+            block.cap = min(self._fast_cap, size + _FLUSH)
         if t == "tool-call-delta":
             if block.id is None:
                 block.id = block.hot_id = c["id"]
@@ -937,7 +987,7 @@ class StreamAssembler:
                 return size
             # Past a quarter of the limit in units: count exact bytes from here on (once, over the parts).
             block.size = sum(_utf8_len(p) for p in block.parts)
-            block.exact = True
+            block.cap = -1  # exact from here on
         size = block.size + _utf8_len(value)
         if size > self._limits.max_block_bytes:
             self._limit(n, f"{block.describe()} would hold {size} bytes, more than {self._limits.max_block_bytes}")
@@ -1114,8 +1164,8 @@ _QUICK: Final[dict[str, Callable[[StreamAssembler, dict[str, Any]], bool]]] = {
     "finish": StreamAssembler._quick_finish,
 }
 _MAX_INT: Final = _shape.MAX_INT
+_ABSENT: Final = object()
 _TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}
-_USAGE_REQUIRED_FIELDS: Final = frozenset({"input_tokens", "output_tokens"})
 _USAGE_FIELDS: Final = (
     ("input_tokens", "inputTokens"),
     ("output_tokens", "outputTokens"),

@@ -380,14 +380,8 @@ def _no_hot_block(value: str) -> None:  # pragma: no cover - feed_many appends o
     raise AssertionError("no hot block to append to")
 
 
-def _same_call(chunk: dict[str, Any], call_id: object, name: str | None) -> bool:
-    """Whether a tool-call delta repeats its block's id, and its name if it names one."""
-    cid = chunk["id"]
-    if type(cid) is not str or cid != call_id:
-        return False
-    if "name" not in chunk:
-        return True
-    given = chunk["name"]
+def _same_name(given: object, name: str | None) -> bool:
+    """Whether a later tool-call delta's ``name`` repeats the one its block has (a rare case: out of line)."""
     return type(given) is str and given == name
 
 
@@ -487,7 +481,15 @@ class StreamAssembler:
                     count = self._count
                     if type(value) is str and index == hot.index and type(index) is int and count < self._max_chunks:
                         size = hot.size + len(value) + 1
-                        if size <= hot.cap and (hot.hot_id is None or _same_call(chunk, hot.hot_id, hot.name)):
+                        call_id = hot.hot_id
+                        if size <= hot.cap and (
+                            call_id is None
+                            or (
+                                (cid := chunk["id"]) == call_id
+                                and type(cid) is str
+                                and ("name" not in chunk or _same_name(chunk["name"], hot.name))
+                            )
+                        ):
                             hot.size = size
                             hot.parts.append(value)
                             self._count = count + 1
@@ -520,7 +522,14 @@ class StreamAssembler:
                             index = chunk["index"]
                             if type(value) is str and index == h_index and type(index) is int and count < max_chunks:
                                 new_size = size + len(value) + 1
-                                if new_size <= cap and (call_id is None or _same_call(chunk, call_id, name)):
+                                if new_size <= cap and (
+                                    call_id is None
+                                    or (
+                                        (cid := chunk["id"]) == call_id
+                                        and type(cid) is str
+                                        and ("name" not in chunk or _same_name(chunk["name"], name))
+                                    )
+                                ):
                                     size = new_size
                                     append(value)
                                     count += 1
@@ -753,6 +762,42 @@ class StreamAssembler:
         self._count = n + 1
         self._state = dest
         self._hot = block if len(open_blocks) == 1 else None
+        return True
+
+    def _quick_delta(self, c: dict[str, Any]) -> bool:
+        """A delta the hot path did not take: a tool call's first delta, or one of several open blocks."""
+        index = c["index"]
+        if type(index) is not int or self._state != IN_BLOCK:
+            return False
+        block = self._open.get(index)
+        if block is None or c["type"] != block.delta_type:
+            return False
+        value = c[block.field]
+        n = self._count
+        size = block.size + len(value) + 1 if type(value) is str else -1
+        if size < 0 or block.cap < 0 or size > self._fast_cap or n >= self._max_chunks:
+            return False
+        if block.hot_id is not None:  # a tool call
+            cid = c["id"]
+            name = c.get("name", _ABSENT)
+            if type(cid) is not str or not cid or (name is not _ABSENT and (type(name) is not str or not name)):
+                return False
+            if block.id is None:
+                if cid in self._ids:
+                    return False
+                block.id = block.hot_id = cid
+                self._ids[cid] = index
+            elif cid != block.id or (name is not _ABSENT and name != block.name and block.name is not None):
+                return False
+            if type(name) is str:
+                block.name = name
+        parts = block.parts
+        parts.append(value)
+        if len(parts) - block.flushed >= _FLUSH:
+            block.flush()
+        block.size = size
+        block.cap = min(self._fast_cap, size + _FLUSH)
+        self._count = n + 1
         return True
 
     def _quick_block_end(self, c: dict[str, Any]) -> bool:
@@ -1158,6 +1203,9 @@ class StreamAssembler:
 
 _LIVE: Final = frozenset({READY, IN_BLOCK, USAGE})
 _QUICK: Final[dict[str, Callable[[StreamAssembler, dict[str, Any]], bool]]] = {
+    "text-delta": StreamAssembler._quick_delta,
+    "reasoning-delta": StreamAssembler._quick_delta,
+    "tool-call-delta": StreamAssembler._quick_delta,
     "block-start": StreamAssembler._quick_block_start,
     "block-end": StreamAssembler._quick_block_end,
     "usage": StreamAssembler._quick_usage,

@@ -18,8 +18,9 @@ from ._api import (
     validate,
     validate_jsonl,
 )
+from ._config import Limits, Policy
 from ._errors import RETRYABLE_CODES, ErrorCode, LlmError
-from ._machine import Limits, Policy, StreamAssembler, diagram
+from ._machine import StreamAssembler, diagram
 from ._models import (
     Block,
     FinishReason,

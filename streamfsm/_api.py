@@ -7,7 +7,8 @@ import io
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Generator, Iterable, Iterator, Mapping
 from typing import IO, Any, TypeVar
 
-from ._machine import Limits, Policy, StreamAssembler
+from ._config import Limits, Policy
+from ._machine import StreamAssembler
 from ._models import StreamResult
 
 __all__ = [

@@ -1,9 +1,10 @@
 """The hot and quick paths are optimisations only: with them switched off, every outcome is the same.
 
 The precise path (``StreamAssembler._precise``) checks every rule in order of precedence. The hot path
-(deltas for the one open block, inlined in ``feed_many``) and the quick path (one method per chunk type)
-accept a valid chunk faster and decline at the first doubt. This module replays many streams — valid,
-broken and hostile — both ways and requires identical results, codes, positions and messages.
+(deltas for the one open block, in ``feed`` and inlined in ``feed_many``) and the quick path (one method
+per chunk type) accept a valid chunk faster and decline at the first doubt. This module replays many
+streams — valid, broken and hostile — both ways (``_fast`` off: precise path only) and requires identical
+results, codes, positions and messages.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from typing import Any
 import pytest
 
 import streamfsm as sf
-from streamfsm import _machine
 
 from .conftest import SEED_CHUNKS, SESSIONS
 
 Outcome = tuple[Any, ...]
 
 
-def outcome(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None = None) -> Outcome:
+def outcome(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None = None, *, fast: bool = True) -> Outcome:
     asm = sf.StreamAssembler(policy, limits)
+    asm._fast = fast
     try:
         for chunk in chunks:  # one feed at a time, then all at once below: both entry points
             asm.feed(chunk)
@@ -42,23 +43,6 @@ def outcome_many(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None 
     except sf.LlmError as exc:
         return ("error", str(exc.code), exc.chunk_index, exc.message)
     return ("ok", result.to_wire(), [b.to_wire() for b in result.interrupted], result.replay_state)
-
-
-def _move_without_hot_path(self: sf.StreamAssembler, dest: str) -> None:
-    self._state = dest
-    self._hot = None
-
-
-def switch_off_fast_paths(m: pytest.MonkeyPatch) -> None:
-    """No quick handlers, and no hot block: every chunk goes through the precise path."""
-    m.setattr(_machine, "_QUICK", {})
-    m.setattr(_machine.StreamAssembler, "_move", _move_without_hot_path)
-
-
-@pytest.fixture
-def precise_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    switch_off_fast_paths(monkeypatch)
-    yield
 
 
 def mutations(chunks: list[dict[str, Any]]) -> Iterator[list[Any]]:
@@ -98,22 +82,20 @@ def harness_variant(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c[0], c[1], c[4], c[2], c[5], c[3], c[6], c[7], c[8]]
 
 
-def check_same(streams: list[list[Any]], policy: sf.Policy, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> None:
+def check_same(streams: list[list[Any]], policy: sf.Policy, **kw: Any) -> None:
     fast = [outcome(s, policy, **kw) for s in streams]
     fast_many = [outcome_many(s, policy, **kw) for s in streams]
     assert fast == fast_many
-    with monkeypatch.context() as m:
-        switch_off_fast_paths(m)
-        slow = [outcome(s, policy, **kw) for s in streams]
+    slow = [outcome(s, policy, **kw, fast=False) for s in streams]
     for stream, a, b in zip(streams, fast, slow, strict=True):
         assert a == b, stream
 
 
 @pytest.mark.parametrize("policy", list(sf.Policy))
-def test_seed_mutations_agree(policy: sf.Policy, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_seed_mutations_agree(policy: sf.Policy) -> None:
     streams = [*mutations(SEED_CHUNKS), *mutations(harness_variant(SEED_CHUNKS))]
     assert len(streams) > 500
-    check_same(streams, policy, monkeypatch)
+    check_same(streams, policy)
 
 
 @pytest.mark.parametrize("policy", list(sf.Policy))
@@ -127,30 +109,27 @@ def test_seed_mutations_agree(policy: sf.Policy, monkeypatch: pytest.MonkeyPatch
     ],
     ids=["chunks", "blocks", "bytes-8", "bytes-24"],
 )
-def test_limits_agree(policy: sf.Policy, limits: sf.Limits, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_limits_agree(policy: sf.Policy, limits: sf.Limits) -> None:
     streams = [SEED_CHUNKS, harness_variant(SEED_CHUNKS), *itertools.islice(mutations(SEED_CHUNKS), 200)]
-    check_same(streams, policy, monkeypatch, limits=limits)
+    check_same(streams, policy, limits=limits)
 
 
 @pytest.mark.skipif(not SESSIONS.is_dir(), reason=f"the recordings folder {SESSIONS} is absent")
 @pytest.mark.parametrize("policy", list(sf.Policy))
-def test_recordings_agree(policy: sf.Policy, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recordings_agree(policy: sf.Policy) -> None:
     streams = [s.chunks for path in sorted(SESSIONS.glob("*.jsonl")) for s in sf.read_session(path)]
     assert len(streams) == 283
-    check_same(streams, policy, monkeypatch)
+    check_same(streams, policy)
 
 
-def test_precise_only_fixture_really_disables_the_fast_paths(precise_only: None) -> None:
-    calls = []
-    original = _machine.StreamAssembler._precise
-
-    def spy(self: sf.StreamAssembler, chunk: object) -> None:
-        calls.append(chunk)
-        original(self, chunk)
-
-    _machine.StreamAssembler._precise = spy  # type: ignore[method-assign]
-    try:
-        sf.assemble(SEED_CHUNKS)
-    finally:
-        _machine.StreamAssembler._precise = original  # type: ignore[method-assign]
-    assert calls == SEED_CHUNKS
+def test_switching_off_the_fast_paths_keeps_every_chunk_off_them() -> None:
+    """With ``_fast`` off no block ever becomes hot, so neither the hot nor the quick path runs."""
+    asm = sf.StreamAssembler()
+    asm._fast = False
+    for chunk in SEED_CHUNKS:
+        asm.feed(chunk)
+        assert asm._hot is None
+    fast = sf.StreamAssembler()
+    fast.feed(SEED_CHUNKS[0])
+    assert fast._hot is not None
+    assert asm.close() == sf.assemble(SEED_CHUNKS)

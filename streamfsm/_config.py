@@ -1,0 +1,36 @@
+"""What an assembler is configured with: its policy and its limits (plain Python; the machine is compiled)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DEFAULT_LIMITS", "Limits", "Policy"]
+
+
+class Policy(StrEnum):
+    """Which rules apply (SPEC §4)."""
+
+    #: All rules of SPEC §2: blocks never interleave, usage is required before a stop,
+    #: tool-calls or max-tokens finish. The default.
+    STRICT = "strict"
+    #: As DeepSeek Harness streams: blocks may interleave, usage is optional.
+    HARNESS = "harness"
+
+
+class Limits(BaseModel):
+    """Bounds no normal stream reaches; passing one is ``LIMIT_EXCEEDED`` at the chunk that passed it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: Chunks in one stream.
+    max_chunks: int = Field(default=50_000_000, ge=1)
+    #: Blocks in one stream.
+    max_blocks: int = Field(default=100_000, ge=1)
+    #: UTF-8 bytes of one block's text or tool arguments.
+    max_block_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
+
+DEFAULT_LIMITS: Final = Limits()

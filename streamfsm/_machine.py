@@ -39,14 +39,16 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from types import SimpleNamespace
-from typing import Any, ClassVar, Final, NoReturn
+from typing import Any, ClassVar, Final, NoReturn, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
 from . import _shape
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import (
+    ORJSON_MAX,
     Block,
     FinishReason,
     LlmFailure,
@@ -57,7 +59,6 @@ from ._models import (
     TextBlock,
     ToolCallBlock,
     Usage,
-    construct,
     parse_arguments,
     partial_object,
 )
@@ -231,6 +232,43 @@ def diagram(policy: Policy | str | None = None) -> str:
 
 _CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})
 _USAGE_REQUIRED: Final = frozenset({"stop", "tool-calls", "max-tokens"})
+M = TypeVar("M", bound=BaseModel)
+_set = object.__setattr__
+_new = object.__new__
+_FIELDS_SET: dict[type[BaseModel], set[str]] = {}
+
+
+def construct(cls: type[M], values: dict[str, Any]) -> M:
+    """Build a model from values the machine has already validated, skipping validation.
+
+    ``values`` holds every field (defaults included); other keys fill ``cached_property`` slots
+    (``ToolCallBlock.parsed_arguments``). What pydantic's ``model_construct`` does, minus its
+    default handling, which costs more than the validation it skips.
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    fields_set = _FIELDS_SET.get(cls)
+    if fields_set is None:
+        fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
+    # Shared by every instance of the class: frozen models never change it, and copies copy it.
+    _set(obj, "__pydantic_fields_set__", fields_set)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+def _tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> ToolCallBlock:
+    """The completed tool call, with the arguments the machine parsed to check them.
+
+    Big arguments (over ``ORJSON_MAX`` characters) are not kept parsed: the raw text and the parsed
+    object would double the memory a big call holds. ``parsed_arguments`` parses them on first use.
+    """
+    values: dict[str, Any] = {"type": "tool-call", "id": cid, "name": name, "arguments": arguments}
+    if len(arguments) <= ORJSON_MAX:
+        values["parsed_arguments"] = parsed
+    return construct(ToolCallBlock, values)
+
+
 _KIND_OF: Final = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
 
 
@@ -806,10 +844,7 @@ class StreamAssembler:
             parsed, _ = parse_arguments(arguments)
             if parsed is None:
                 return False
-            done = construct(
-                ToolCallBlock,
-                {"type": kind, "id": cid, "name": name, "arguments": arguments, "parsed_arguments": parsed},
-            )
+            done = _tool_call(cid, name, arguments, parsed)
             self._ids[cid] = index
             self._tool_calls += 1
         else:
@@ -1046,10 +1081,7 @@ class StreamAssembler:
             if not had_deltas and _utf8_len(arguments) > self._limits.max_block_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
             self._admit(n)
-            done: Block = construct(
-                ToolCallBlock,
-                {"type": "tool-call", "id": cid, "name": name, "arguments": arguments, "parsed_arguments": parsed},
-            )
+            done: Block = _tool_call(cid, name, arguments, parsed)
             self._ids[cid] = block.index
             self._tool_calls += 1
         else:

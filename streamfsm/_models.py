@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cached_property
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,31 +26,6 @@ __all__ = [
     "ToolCallBlock",
     "Usage",
 ]
-
-
-M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
-_new = object.__new__
-_FIELDS_SET: dict[type[BaseModel], set[str]] = {}
-
-
-def construct(cls: type[M], values: dict[str, Any]) -> M:
-    """Build a model from values the machine has already validated, skipping validation.
-
-    ``values`` holds every field (defaults included); other keys fill ``cached_property`` slots
-    (``ToolCallBlock.parsed_arguments``). What pydantic's ``model_construct`` does, minus its
-    default handling, which costs more than the validation it skips.
-    """
-    obj = _new(cls)
-    _set(obj, "__dict__", values)
-    fields_set = _FIELDS_SET.get(cls)
-    if fields_set is None:
-        fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
-    # Shared by every instance of the class: frozen models never change it, and copies copy it.
-    _set(obj, "__pydantic_fields_set__", fields_set)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
 
 
 _LONG_DIGITS = re.compile(r"[0-9]{19}")

@@ -574,8 +574,20 @@ class StreamAssembler:
             # A plain, valid chunk is checked and committed in one go; the quick path declines
             # (returns False, having changed nothing) at the first doubt, and the precise path decides.
             try:
-                quick = _QUICK.get(chunk["type"])
-                if quick is not None and quick(self, chunk):
+                t = chunk["type"]
+                if t == "text-delta" or t == "tool-call-delta" or t == "reasoning-delta":
+                    accepted = self._quick_delta(chunk)
+                elif t == "block-end":
+                    accepted = self._quick_block_end(chunk)
+                elif t == "block-start":
+                    accepted = self._quick_block_start(chunk)
+                elif t == "usage":
+                    accepted = self._quick_usage(chunk)
+                elif t == "finish":
+                    accepted = self._quick_finish(chunk)
+                else:
+                    accepted = False
+                if accepted:
                     return
             except Exception:
                 pass
@@ -1207,15 +1219,6 @@ class StreamAssembler:
 
 
 _LIVE: Final = frozenset({READY, IN_BLOCK, USAGE})
-_QUICK: Final[dict[str, Callable[[StreamAssembler, dict[str, Any]], bool]]] = {
-    "text-delta": StreamAssembler._quick_delta,
-    "reasoning-delta": StreamAssembler._quick_delta,
-    "tool-call-delta": StreamAssembler._quick_delta,
-    "block-start": StreamAssembler._quick_block_start,
-    "block-end": StreamAssembler._quick_block_end,
-    "usage": StreamAssembler._quick_usage,
-    "finish": StreamAssembler._quick_finish,
-}
 _MAX_INT: Final = _shape.MAX_INT
 _ABSENT: Final = object()
 _TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}

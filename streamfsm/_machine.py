@@ -22,15 +22,24 @@ Which blocks are open is data the guards read, so one table serves both policies
 (Policy.HARNESS lets a block start while another is open), ``last_open`` (this block-end closes the
 only open block), ``may_finish`` (no block is open, or the finish cuts the stream off).
 
-Per chunk, in the order of SPEC §3: FAILED and FINISHED first (``CHUNK_AFTER_FINISH`` is decided
-before the chunk's shape), then the shape (``INVALID_CHUNK``), then the table, then the rules of the
-chunk's type, then the limits (``LIMIT_EXCEEDED`` comes last). Only then is anything committed, so a
-rejected chunk leaves no trace in the result.
+Three paths, one contract. The *precise* path (``_precise``) is the definition: per chunk, in the
+order of SPEC §3, FAILED and FINISHED first (``CHUNK_AFTER_FINISH`` is decided before the chunk's
+shape), then the shape (``INVALID_CHUNK``), then the table (:data:`RESOLVED`: the table with its
+guards evaluated ahead, by guard bit mask), then the rules of the chunk's type, then the limits
+(``LIMIT_EXCEEDED`` comes last). Only then is anything committed, so a rejected chunk leaves no trace.
+It also writes the message that says what came, what was expected, and in which state.
 
-The hot path: when exactly one block is open (always, under STRICT, inside a block), a delta for it
-is checked inline by :meth:`StreamAssembler.feed` — type, index, field type, tool id and name, chunk
-and size limits — and appended to the block's list of parts; nothing else runs. Any doubt sends the
-chunk to the full path, which decides. Parts are joined once, at ``block-end``.
+The *hot* path takes a delta for the one open block (always the case inside a block under STRICT):
+it checks type, index, field type, tool id and name, chunk and size limits, and appends the delta
+to the block's parts; nothing else runs. It is inlined in :meth:`StreamAssembler.feed` and, on
+locals, in :meth:`StreamAssembler.feed_many`. The *quick* path (``_quick_*``, one method per chunk
+type) accepts any other plain, valid chunk in one go. Both decline at the first doubt, having
+changed nothing, and the precise path decides; ``tests/test_paths.py`` replays valid, broken and
+hostile streams with them switched off (``_fast``) and requires identical outcomes and messages.
+Parts are joined once, at ``block-end``; big blocks are flushed into segments on the way.
+
+This module is compiled with mypyc when the package is built (``setup.py``), which halves the
+per-chunk cost; it is also plain Python, and runs as such with ``STREAMFSM_PURE=1``.
 """
 
 from __future__ import annotations
@@ -547,6 +556,7 @@ class StreamAssembler:
                     except Exception:
                         pass
                     hot.size = size
+                    append = _no_hot_block  # let go of the block's parts: block-end may free them
                 self._count = count
                 self._feed_other(chunk)
                 count = self._count

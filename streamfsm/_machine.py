@@ -1016,14 +1016,7 @@ class StreamAssembler:
             cid: str = c["id"]
             name = c.get("name")
             if block.id is None:
-                owner = self._ids.get(cid)
-                if owner is not None:
-                    self._fail(
-                        ErrorCode.TOOL_CALL_CONFLICT,
-                        f"tool-call-delta for block {block.index} opens call id {cid!r}, which already "
-                        f"belongs to block {owner}: an id belongs to one block per stream (state {self._state})",
-                        n,
-                    )
+                self._check_id_is_new("tool-call-delta", "opens", block, cid, n)
             elif cid != block.id:
                 self._fail(
                     ErrorCode.TOOL_CALL_CONFLICT,
@@ -1053,6 +1046,17 @@ class StreamAssembler:
                 self._ids[c["id"]] = block.index
             if name is not None:
                 block.name = name
+
+    def _check_id_is_new(self, what: str, verb: str, block: _Open, cid: str, n: int) -> None:
+        """``TOOL_CALL_CONFLICT`` if a call id already belongs to another block of this stream."""
+        owner = self._ids.get(cid)
+        if owner is not None:
+            self._fail(
+                ErrorCode.TOOL_CALL_CONFLICT,
+                f"{what} for block {block.index} {verb} call id {cid!r}, which already belongs to block "
+                f"{owner}: an id belongs to one block per stream (state {self._state})",
+                n,
+            )
 
     def _grow(self, block: _Open, value: str, n: int) -> int:
         """The block's size after ``value`` (see :class:`_Open`); ``LIMIT_EXCEEDED`` past the byte limit."""
@@ -1084,14 +1088,7 @@ class StreamAssembler:
                 if not block.settle(arguments):
                     self._mismatch(block, "arguments", arguments, block.content(), n)
             else:
-                owner = self._ids.get(cid)
-                if owner is not None:
-                    self._fail(
-                        ErrorCode.TOOL_CALL_CONFLICT,
-                        f"block-end for block {block.index} carries call id {cid!r}, which already "
-                        f"belongs to block {owner}: an id belongs to one block per stream (state {self._state})",
-                        n,
-                    )
+                self._check_id_is_new("block-end", "carries", block, cid, n)
             parsed, why = parse_arguments(arguments)
             if parsed is None:
                 self._fail(

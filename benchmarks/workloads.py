@@ -37,7 +37,7 @@ __all__ = [
     "Workload",
     "all_workloads",
     "anthropic_events",
-    "bare_expected",
+    "bare_loop",
     "big_arguments",
     "langchain_chunks",
     "long_text",
@@ -148,11 +148,14 @@ def reference(stream: Iterable[Chunk]) -> Content:
     return Content("".join(text), "".join(reasoning), tuple(calls))
 
 
-def bare_expected(stream: Iterable[Chunk]) -> tuple[str, str]:
-    """What the bare loop joins: every text/reasoning delta's ``text``, every ``argumentsDelta``."""
+def bare_loop(chunks: Iterable[Chunk]) -> tuple[str, str]:
+    """The yardstick of every figure: read ``type``, append text and argument deltas, join at the end.
+
+    Defined once: the benchmark times it, and the JSON-lines baseline is checked against it.
+    """
     texts: list[str] = []
     args: list[str] = []
-    for c in stream:
+    for c in chunks:
         t = c["type"]
         if t == "text-delta" or t == "reasoning-delta":
             texts.append(c["text"])
@@ -199,7 +202,7 @@ class Workload:
 
     @cached_property
     def expected_bare(self) -> list[tuple[str, str]]:
-        return [bare_expected(s) for s in self.streams]
+        return [bare_loop(s) for s in self.streams]
 
     @cached_property
     def jsonl(self) -> list[bytes]:

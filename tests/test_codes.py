@@ -21,89 +21,31 @@ import pytest
 import streamfsm as sf
 from streamfsm import ErrorCode, LlmError, Policy
 
+from .builders import (
+    BOTH,
+    FAILURE,
+    HARNESS,
+    STOP,
+    STRICT,
+    TEXT,
+    Chunk,
+    E,
+    U,
+    end_reasoning,
+    end_text,
+    end_tool,
+    finish,
+    reasoning_delta,
+    reject,
+    start,
+    text_delta,
+    tool_block,
+    tool_delta,
+    usage,
+)
 from .conftest import SEED_CHUNKS
 
-Chunk = dict[str, Any]
-STRICT, HARNESS = Policy.STRICT, Policy.HARNESS
-BOTH = (STRICT, HARNESS)
-FAILURE = {"message": "upstream went away", "code": "overloaded"}
-E = ErrorCode
-
-
-# -- the wire vocabulary of SPEC §1, as builders -----------------------------------------------
-
-
-def start(index: Any, block_type: Any) -> Chunk:
-    return {"type": "block-start", "index": index, "blockType": block_type}
-
-
-def text_delta(index: int, text: Any) -> Chunk:
-    return {"type": "text-delta", "index": index, "text": text}
-
-
-def reasoning_delta(index: int, text: Any) -> Chunk:
-    return {"type": "reasoning-delta", "index": index, "text": text}
-
-
-def tool_delta(index: int, call_id: Any, arguments: Any, name: Any = None) -> Chunk:
-    chunk: Chunk = {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": arguments}
-    if name is not None:
-        chunk["name"] = name
-    return chunk
-
-
-def end_text(index: int, text: Any) -> Chunk:
-    return {"type": "block-end", "index": index, "block": {"type": "text", "text": text}}
-
-
-def end_reasoning(index: int, text: Any) -> Chunk:
-    return {"type": "block-end", "index": index, "block": {"type": "reasoning", "text": text}}
-
-
-def end_tool(index: int, call_id: Any, name: Any, arguments: Any) -> Chunk:
-    block = {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
-    return {"type": "block-end", "index": index, "block": block}
-
-
-def usage(input_tokens: Any = 10, output_tokens: Any = 5, **optional: Any) -> Chunk:
-    return {"type": "usage", "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens, **optional}}
-
-
-def finish(kind: Any, failure: Any = None, **extra: Any) -> Chunk:
-    reason: dict[str, Any] = {"kind": kind}
-    if failure is not None:
-        reason["failure"] = failure
-    return {"type": "finish", "reason": reason, **extra}
-
-
-U = usage()
-STOP = finish("stop")
-TEXT = [start(0, "text"), text_delta(0, "hi"), end_text(0, "hi")]  # block 0, complete (3 chunks)
-
-
-def tool_block(index: int, call_id: str, name: str = "f", arguments: str = "{}") -> list[Chunk]:
-    return [
-        start(index, "tool-call"),
-        tool_delta(index, call_id, arguments, name=name),
-        end_tool(index, call_id, name, arguments),
-    ]
-
-
 # -- running a stream ---------------------------------------------------------------------------
-
-
-def reject(chunks: list[Any], policy: Policy | str = STRICT, limits: sf.Limits | None = None) -> LlmError:
-    """Feed the chunks: the last one must be the first rejected (else ``close()`` must fail)."""
-    asm = sf.StreamAssembler(policy=policy, limits=limits)
-    for position, chunk in enumerate(chunks):
-        try:
-            asm.feed(chunk)
-        except LlmError as err:
-            assert position == len(chunks) - 1, f"chunk {position} was rejected early: {err}"
-            return err
-    with pytest.raises(LlmError) as info:
-        asm.close()
-    return info.value
 
 
 def expand(cases: list[tuple[Any, ...]]) -> list[Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,64 +20,28 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm import ErrorCode, LlmError, Policy
 
+from .builders import (
+    BOTH,
+    FAILURE,
+    HARNESS,
+    STOP,
+    STRICT,
+    TEXT,
+    Chunk,
+    E,
+    U,
+    aiter_chunks,
+    end_reasoning,
+    end_text,
+    end_tool,
+    finish,
+    reasoning_delta,
+    start,
+    text_delta,
+    tool_delta,
+    usage,
+)
 from .conftest import SEED_CHUNKS
-
-Chunk = dict[str, Any]
-STRICT, HARNESS = Policy.STRICT, Policy.HARNESS
-BOTH = (STRICT, HARNESS)
-FAILURE = {"message": "upstream went away", "code": "overloaded"}
-E = ErrorCode
-
-
-# -- the wire vocabulary of SPEC §1, as builders -----------------------------------------------
-
-
-def start(index: int, block_type: str) -> Chunk:
-    return {"type": "block-start", "index": index, "blockType": block_type}
-
-
-def text_delta(index: int, text: str) -> Chunk:
-    return {"type": "text-delta", "index": index, "text": text}
-
-
-def reasoning_delta(index: int, text: str) -> Chunk:
-    return {"type": "reasoning-delta", "index": index, "text": text}
-
-
-def tool_delta(index: int, call_id: str, arguments: str, name: str | None = None) -> Chunk:
-    chunk: Chunk = {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": arguments}
-    if name is not None:
-        chunk["name"] = name
-    return chunk
-
-
-def end_text(index: int, text: str) -> Chunk:
-    return {"type": "block-end", "index": index, "block": {"type": "text", "text": text}}
-
-
-def end_reasoning(index: int, text: str) -> Chunk:
-    return {"type": "block-end", "index": index, "block": {"type": "reasoning", "text": text}}
-
-
-def end_tool(index: int, call_id: str, name: str, arguments: str) -> Chunk:
-    block = {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
-    return {"type": "block-end", "index": index, "block": block}
-
-
-def usage(input_tokens: int = 10, output_tokens: int = 5) -> Chunk:
-    return {"type": "usage", "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens}}
-
-
-def finish(kind: str, failure: dict[str, Any] | None = None) -> Chunk:
-    reason: dict[str, Any] = {"kind": kind}
-    if failure is not None:
-        reason["failure"] = failure
-    return {"type": "finish", "reason": reason}
-
-
-U = usage()
-STOP = finish("stop")
-TEXT = [start(0, "text"), text_delta(0, "hi"), end_text(0, "hi")]
 
 
 def outcome(chunks: list[Chunk], policy: Policy | str) -> sf.StreamResult | LlmError:
@@ -131,20 +95,15 @@ def test_policy_values_are_the_strings() -> None:
     assert Policy("harness") is Policy.HARNESS
 
 
-async def _aiter(chunks: list[Chunk]) -> AsyncIterator[Chunk]:
-    for chunk in chunks:
-        yield chunk
-
-
 async def _avalidate_all(chunks: list[Chunk], policy: Policy | str) -> list[Chunk]:
-    return [chunk async for chunk in sf.avalidate(_aiter(chunks), policy=policy)]
+    return [chunk async for chunk in sf.avalidate(aiter_chunks(chunks), policy=policy)]
 
 
 Run = Callable[[list[Chunk], Any], Any]
 ENTRY_POINTS: list[tuple[str, Run]] = [
     ("StreamAssembler", lambda chunks, policy: outcome(chunks, policy)),
     ("assemble", lambda chunks, policy: sf.assemble(chunks, policy=policy)),
-    ("aassemble", lambda chunks, policy: asyncio.run(sf.aassemble(_aiter(chunks), policy=policy))),
+    ("aassemble", lambda chunks, policy: asyncio.run(sf.aassemble(aiter_chunks(chunks), policy=policy))),
     ("validate", lambda chunks, policy: list(sf.validate(chunks, policy=policy))),
     ("avalidate", lambda chunks, policy: asyncio.run(_avalidate_all(chunks, policy))),
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,104 +18,33 @@ import pytest
 import streamfsm as sf
 from streamfsm import ErrorCode, LlmError, Policy
 
+from .builders import (
+    BOTH,
+    FAILURE,
+    HARNESS,
+    STOP,
+    STRICT,
+    Chunk,
+    U,
+    accept,
+    aiter_chunks,
+    end_reasoning,
+    end_text,
+    end_tool,
+    finish,
+    reasoning_block,
+    reasoning_delta,
+    reject,
+    start,
+    text_block,
+    text_delta,
+    tool_block,
+    tool_delta,
+    usage,
+)
 from .conftest import SEED_CHUNKS
 
-Chunk = dict[str, Any]
-STRICT, HARNESS = Policy.STRICT, Policy.HARNESS
-BOTH = (STRICT, HARNESS)
-FAILURE = {"message": "upstream went away", "code": "overloaded"}
-
-
-# -- the wire vocabulary of SPEC §1, as builders -----------------------------------------------
-
-
-def start(index: int, block_type: str) -> Chunk:
-    return {"type": "block-start", "index": index, "blockType": block_type}
-
-
-def text_delta(index: int, text: str) -> Chunk:
-    return {"type": "text-delta", "index": index, "text": text}
-
-
-def reasoning_delta(index: int, text: str) -> Chunk:
-    return {"type": "reasoning-delta", "index": index, "text": text}
-
-
-def tool_delta(index: int, call_id: str, arguments: str, name: str | None = None) -> Chunk:
-    chunk: Chunk = {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": arguments}
-    if name is not None:
-        chunk["name"] = name
-    return chunk
-
-
-def end_text(index: int, text: str) -> Chunk:
-    return {"type": "block-end", "index": index, "block": {"type": "text", "text": text}}
-
-
-def end_reasoning(index: int, text: str) -> Chunk:
-    return {"type": "block-end", "index": index, "block": {"type": "reasoning", "text": text}}
-
-
-def end_tool(index: int, call_id: str, name: str, arguments: str) -> Chunk:
-    block = {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
-    return {"type": "block-end", "index": index, "block": block}
-
-
-def usage(input_tokens: int = 10, output_tokens: int = 5, **optional: int) -> Chunk:
-    return {"type": "usage", "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens, **optional}}
-
-
-def finish(kind: str, failure: dict[str, Any] | None = None) -> Chunk:
-    reason: dict[str, Any] = {"kind": kind}
-    if failure is not None:
-        reason["failure"] = failure
-    return {"type": "finish", "reason": reason}
-
-
-def text_block(index: int, *parts: str) -> list[Chunk]:
-    return [start(index, "text"), *(text_delta(index, p) for p in parts), end_text(index, "".join(parts))]
-
-
-def reasoning_block(index: int, *parts: str) -> list[Chunk]:
-    return [
-        start(index, "reasoning"),
-        *(reasoning_delta(index, p) for p in parts),
-        end_reasoning(index, "".join(parts)),
-    ]
-
-
-def tool_block(index: int, call_id: str, name: str, *parts: str) -> list[Chunk]:
-    deltas = [tool_delta(index, call_id, p, name=name if i == 0 else None) for i, p in enumerate(parts)]
-    return [start(index, "tool-call"), *deltas, end_tool(index, call_id, name, "".join(parts))]
-
-
-# -- running a stream ---------------------------------------------------------------------------
-
-
-def accept(chunks: list[Chunk], policy: Policy = STRICT) -> sf.StreamResult:
-    """Feed every chunk, then close: the stream must be accepted."""
-    asm = sf.StreamAssembler(policy=policy)
-    for chunk in chunks:
-        asm.feed(chunk)
-    return asm.close()
-
-
-def reject(chunks: list[Chunk], policy: Policy = STRICT) -> LlmError:
-    """Feed the chunks: the last one must be the first rejected, with its own position as chunk_index.
-
-    If every chunk is accepted, ``close()`` must fail (a truncated stream) and its error is returned.
-    """
-    asm = sf.StreamAssembler(policy=policy)
-    for position, chunk in enumerate(chunks):
-        try:
-            asm.feed(chunk)
-        except LlmError as err:
-            assert position == len(chunks) - 1, f"chunk {position} was rejected early: {err}"
-            assert err.chunk_index == position, err
-            return err
-    with pytest.raises(LlmError) as info:
-        asm.close()
-    return info.value
+# -- comparing a result with its wire form ------------------------------------------------------
 
 
 def wire_view(result: sf.StreamResult) -> dict[str, Any]:
@@ -132,9 +61,6 @@ def wire_view(result: sf.StreamResult) -> dict[str, Any]:
 
 
 # -- accepted streams and what they assemble to ------------------------------------------------
-
-U = usage()
-STOP = finish("stop")
 
 #: (stream, the `blocks` of to_wire()), each valid under both policies.
 VALID = [
@@ -784,7 +710,7 @@ BROKEN = [
 @pytest.mark.parametrize(("policies", "chunks", "code"), BROKEN)
 def test_broken_rule_is_rejected(policies: tuple[Policy, ...], chunks: list[Chunk], code: ErrorCode) -> None:
     for policy in policies:
-        err = reject(chunks, policy)
+        err = reject(chunks, policy, check_index=True)
         assert err.code == code, f"{policy}: {err}"
 
 
@@ -863,7 +789,7 @@ def test_arguments_that_are_not_a_json_object(arguments: str, policy: Policy) ->
     with_deltas = tool_block(0, "c1", "f", *(arguments or [""]))
     without = [start(0, "tool-call"), end_tool(0, "c1", "f", arguments)]
     for blocks in (with_deltas, without):
-        err = reject(blocks, policy)
+        err = reject(blocks, policy, check_index=True)
         assert err.code == ErrorCode.TOOL_ARGUMENTS_INVALID
 
 
@@ -889,7 +815,7 @@ def test_usage_before_any_block_then_finish(kind: str, policy: Policy) -> None:
 
 @pytest.mark.parametrize("policy", BOTH)
 def test_no_block_may_start_after_usage(policy: Policy) -> None:
-    err = reject([usage(1, 1), start(0, "tool-call")], policy)
+    err = reject([usage(1, 1), start(0, "tool-call")], policy, check_index=True)
     assert (err.code, err.chunk_index) == (ErrorCode.CHUNK_AFTER_USAGE, 1)
 
 
@@ -899,8 +825,8 @@ def test_usage_while_a_block_is_open_then_only_finish(policy: Policy) -> None:
     result = accept([*head, finish("max-tokens")], policy)
     assert result.usage is not None and (result.usage.input_tokens, result.usage.output_tokens) == (8, 3)
     assert [b.text for b in result.interrupted] == ["par"]  # type: ignore[union-attr]
-    assert reject([*head, STOP], policy).code == ErrorCode.BLOCK_NOT_CLOSED
-    assert reject([*head, text_delta(0, "t")], policy).code == ErrorCode.CHUNK_AFTER_USAGE
+    assert reject([*head, STOP], policy, check_index=True).code == ErrorCode.BLOCK_NOT_CLOSED
+    assert reject([*head, text_delta(0, "t")], policy, check_index=True).code == ErrorCode.CHUNK_AFTER_USAGE
 
 
 # -- rule 8: the finish reason ------------------------------------------------------------------
@@ -922,11 +848,6 @@ def test_tool_calls_needs_a_completed_tool_call(policy: Policy) -> None:
 # -- the entry points agree --------------------------------------------------------------------
 
 
-async def _aiter(chunks: list[Chunk]) -> AsyncIterator[Chunk]:
-    for chunk in chunks:
-        yield chunk
-
-
 def _gen(chunks: list[Chunk]) -> Iterator[Chunk]:
     yield from chunks
 
@@ -935,7 +856,7 @@ def test_entry_points_assemble_the_same_result() -> None:
     expected = accept(SEED_CHUNKS)
     assert sf.assemble(_gen(SEED_CHUNKS)) == expected
     assert sf.assemble(tuple(SEED_CHUNKS)) == expected
-    assert asyncio.run(sf.aassemble(_aiter(SEED_CHUNKS))) == expected
+    assert asyncio.run(sf.aassemble(aiter_chunks(SEED_CHUNKS))) == expected
     assert list(sf.validate(SEED_CHUNKS)) == SEED_CHUNKS
 
 
@@ -943,7 +864,7 @@ def test_entry_points_raise_the_same_error() -> None:
     chunks = [start(0, "text"), text_delta(1, "x")]
     for run in (
         lambda: sf.assemble(chunks),
-        lambda: asyncio.run(sf.aassemble(_aiter(chunks))),
+        lambda: asyncio.run(sf.aassemble(aiter_chunks(chunks))),
         lambda: list(sf.validate(chunks)),
     ):
         with pytest.raises(LlmError) as info:

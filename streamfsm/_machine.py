@@ -494,7 +494,8 @@ class StreamAssembler:
             # The hot path (module docstring); the same test as feed_many's, on attributes instead of
             # locals. Any doubt, or any exception reading the chunk, leaves it to the paths that decide.
             try:
-                if chunk["type"] == hot.delta_type and type(chunk) is dict:
+                t = chunk["type"]
+                if t == hot.delta_type and type(t) is str and type(chunk) is dict:
                     value = chunk[hot.field]
                     index = chunk["index"]
                     count = self._count
@@ -536,7 +537,8 @@ class StreamAssembler:
             for chunk in chunks:
                 if hot is not None:
                     try:
-                        if chunk["type"] == delta_type and type(chunk) is dict:
+                        t = chunk["type"]
+                        if t == delta_type and type(t) is str and type(chunk) is dict:
                             value = chunk[field]
                             index = chunk["index"]
                             if type(value) is str and index == h_index and type(index) is int and count < max_chunks:

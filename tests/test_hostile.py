@@ -118,7 +118,8 @@ def test_a_lying_str_subclass_cannot_change_the_assembled_text() -> None:
     assert fed(lying) == ("BLOCK_CONTENT_MISMATCH", 2)
     honest = [start(0, "text"), text_delta(0, Liar("abc")), end_text(0, "abc"), usage(), finish("stop")]
     result = sf.assemble(honest)
-    assert result.text == "abc" and type(result.blocks[0].text) is str
+    (block,) = result.blocks
+    assert isinstance(block, sf.TextBlock) and type(block.text) is str and result.text == "abc"
 
 
 def test_mappings_that_are_not_dicts_are_read_like_dicts() -> None:

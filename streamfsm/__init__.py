@@ -9,6 +9,24 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from ._abort import AbortController, AbortSignal
+from ._adapter import (
+    APP_IDENTITY,
+    AppIdentity,
+    AssistantMessage,
+    GenerateOptions,
+    LlmAdapter,
+    Message,
+    ModelInfo,
+    ModelReasoningInfo,
+    ProviderInfo,
+    ReasoningEffortInfo,
+    ToolResultMessage,
+    ToolSchema,
+    UserMessage,
+    attribution_headers,
+)
+from ._anthropic import AnthropicAdapter, AnthropicConverter, from_anthropic_events
 from ._api import (
     aassemble,
     assemble,
@@ -33,6 +51,7 @@ from ._models import (
     ToolCallBlock,
     Usage,
 )
+from ._openai import OpenAICompatibleAdapter, OpenAIConverter, from_openai_chunks
 from ._session import RecordedStream, read_session
 from ._shape import InvalidLine
 from ._wire import (
@@ -62,7 +81,14 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
+    "APP_IDENTITY",
     "RETRYABLE_CODES",
+    "AbortController",
+    "AbortSignal",
+    "AnthropicAdapter",
+    "AnthropicConverter",
+    "AppIdentity",
+    "AssistantMessage",
     "Block",
     "BlockEnd",
     "BlockStart",
@@ -72,14 +98,23 @@ __all__ = [
     "Finish",
     "FinishKind",
     "FinishReason",
+    "GenerateOptions",
     "InvalidLine",
     "Limits",
+    "LlmAdapter",
     "LlmError",
     "LlmFailure",
+    "Message",
+    "ModelInfo",
+    "ModelReasoningInfo",
+    "OpenAICompatibleAdapter",
+    "OpenAIConverter",
     "OpenBlock",
     "Policy",
+    "ProviderInfo",
     "ReasoningBlock",
     "ReasoningDelta",
+    "ReasoningEffortInfo",
     "RecordedStream",
     "Snapshot",
     "StreamAssembler",
@@ -89,8 +124,11 @@ __all__ = [
     "TextDelta",
     "ToolCallBlock",
     "ToolCallDelta",
+    "ToolResultMessage",
+    "ToolSchema",
     "Usage",
     "UsageChunk",
+    "UserMessage",
     "WireBlock",
     "WireFailure",
     "WireFinishReason",
@@ -102,8 +140,11 @@ __all__ = [
     "aassemble",
     "assemble",
     "assemble_jsonl",
+    "attribution_headers",
     "avalidate",
     "diagram",
+    "from_anthropic_events",
+    "from_openai_chunks",
     "iter_lines",
     "read_session",
     "validate",

@@ -1,0 +1,438 @@
+"""OpenAI-compatible chat completions (DeepSeek, OpenAI, xAI, Groq, vLLM, Ollama, ...) to the block protocol.
+
+:class:`OpenAIConverter` is sans-IO (fed ``chat.completion.chunk`` objects); :func:`from_openai_chunks` wraps
+it around any iterable of chunks, dicts or the ``openai`` SDK's objects; :class:`OpenAICompatibleAdapter`
+speaks HTTP (the ``http`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+import orjson
+
+from ._adapter import (
+    APP_IDENTITY,
+    AppIdentity,
+    AssistantMessage,
+    GenerateOptions,
+    LlmAdapter,
+    ModelInfo,
+    ProviderInfo,
+    ToolResultMessage,
+    attribution_headers,
+    to_mapping,
+)
+from ._convert import BlockQueue, ProviderBlock, classify_failure, error_detail, malformed, non_negative_int
+from ._errors import ErrorCode, LlmError
+from ._models import ReasoningBlock, TextBlock, ToolCallBlock
+from ._wire import StreamChunk, WireFinishReason, WireUsage
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ._http import ClientScope
+
+__all__ = ["OpenAICompatibleAdapter", "OpenAIConverter", "from_openai_chunks", "openai_usage"]
+
+_FINISH: dict[str, WireFinishReason] = {
+    "stop": {"kind": "stop"},
+    "tool_calls": {"kind": "tool-calls"},
+    "length": {"kind": "max-tokens"},
+}
+
+
+def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
+    """OpenAI-style usage as the protocol's disjoint counts (as DeepSeek Harness reports them).
+
+    ``inputTokens`` is the uncached input (``prompt_tokens`` less the cached tokens); ``cacheReadTokens`` comes
+    from DeepSeek's ``prompt_cache_hit_tokens`` or OpenAI's ``prompt_tokens_details.cached_tokens``;
+    ``reasoningTokens`` from ``completion_tokens_details.reasoning_tokens``.
+    """
+    prompt = non_negative_int(usage.get("prompt_tokens", 0), "prompt_tokens")
+    completion = non_negative_int(usage.get("completion_tokens", 0), "completion_tokens")
+    prompt_details = usage.get("prompt_tokens_details")
+    cached: int | None = None
+    if usage.get("prompt_cache_hit_tokens") is not None:
+        cached = non_negative_int(usage["prompt_cache_hit_tokens"], "prompt_cache_hit_tokens")
+    elif isinstance(prompt_details, Mapping) and prompt_details.get("cached_tokens") is not None:
+        cached = non_negative_int(prompt_details["cached_tokens"], "prompt_tokens_details.cached_tokens")
+    result: WireUsage = {"inputTokens": max(0, prompt - (cached or 0)), "outputTokens": completion}
+    if cached is not None:
+        result["cacheReadTokens"] = cached
+    completion_details = usage.get("completion_tokens_details")
+    if isinstance(completion_details, Mapping) and completion_details.get("reasoning_tokens") is not None:
+        reasoning = completion_details["reasoning_tokens"]
+        result["reasoningTokens"] = non_negative_int(reasoning, "completion_tokens_details.reasoning_tokens")
+    return result
+
+
+def _text_field(delta: Mapping[str, Any], key: str) -> str:
+    value = delta.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise malformed(f"delta.{key} must be a string, got {type(value).__name__}")
+    return value
+
+
+class OpenAIConverter:
+    """Turns ``chat.completion.chunk`` objects (as dicts) into block-protocol chunks.
+
+    ``reasoning_content`` (DeepSeek; ``reasoning`` on some servers) becomes a reasoning block, ``content`` (and a
+    ``refusal``) a text block, ``tool_calls`` by index tool-call blocks. One block is open at a time: a later tool
+    call is held back until the earlier one's arguments are complete, so the output is valid under
+    ``Policy.STRICT`` even where a provider interleaves parallel calls. ``usage`` and ``finish`` are sent by
+    :meth:`end`, because providers send usage after the finish reason.
+    """
+
+    def __init__(self) -> None:
+        self.queue = BlockQueue()
+        self.calls: dict[int, ProviderBlock] = {}
+        self.finish_reason: str | None = None
+        self.usage: WireUsage | None = None
+        self.model: str | None = None
+        self.response_id: str | None = None
+
+    def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
+        """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
+        error = event.get("error")
+        if error:
+            message, detail = error_detail(event)
+            raise LlmError(
+                f"the provider sent an error in the stream: {message or error}", classify_failure(None, detail)
+            )
+        if self.response_id is None and isinstance(event.get("id"), str):
+            self.response_id = event["id"]
+            self.model = event.get("model") if isinstance(event.get("model"), str) else None
+        choices = event.get("choices")
+        if choices is None:
+            choices = ()
+        elif not isinstance(choices, list):
+            raise malformed(f"'choices' must be a list, got {type(choices).__name__}")
+        for choice in choices:
+            if not isinstance(choice, Mapping):
+                raise malformed(f"a choice must be an object, got {type(choice).__name__}")
+            if choice.get("index", 0) != 0:
+                raise malformed(f"choice {choice.get('index')!r}: only one choice (n=1) can be converted")
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, Mapping):
+                raise malformed(f"'delta' must be an object, got {type(delta).__name__}")
+            reasoning = _text_field(delta, "reasoning_content") or _text_field(delta, "reasoning")
+            if reasoning:
+                self._text("reasoning", reasoning)
+            for key in ("content", "refusal"):
+                text = _text_field(delta, key)
+                if text:
+                    self._text("text", text)
+            tool_calls = delta.get("tool_calls")
+            if tool_calls:
+                if not isinstance(tool_calls, list):
+                    raise malformed(f"'tool_calls' must be a list, got {type(tool_calls).__name__}")
+                for call in tool_calls:
+                    self._tool(call)
+            reason = choice.get("finish_reason")
+            if reason is not None:
+                if not isinstance(reason, str) or not reason:
+                    raise malformed(f"'finish_reason' must be a non-empty string, got {reason!r}")
+                self.finish_reason = reason
+        usage = event.get("usage")
+        if usage is not None:
+            if not isinstance(usage, Mapping):
+                raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
+            self.usage = openai_usage(usage)
+        return self.queue.take()
+
+    def _text(self, kind: str, text: str) -> None:
+        queue = self.queue
+        last = queue.last()
+        if last is not None and last.kind == kind:
+            queue.add(last, text)
+        else:
+            queue.push(ProviderBlock("text" if kind == "text" else "reasoning"), text)
+
+    def _tool(self, call: object) -> None:
+        if not isinstance(call, Mapping):
+            raise malformed(f"a tool call must be an object, got {type(call).__name__}")
+        function = call.get("function") or {}
+        if not isinstance(function, Mapping):
+            raise malformed(f"'function' must be an object, got {type(function).__name__}")
+        arguments = _text_field(function, "arguments")
+        call_id = call.get("id")
+        position = call.get("index")
+        if position is None:  # a server that sends one call whole, without an index
+            known = [n for n, block in self.calls.items() if block.call_id == call_id]
+            position = known[0] if known else len(self.calls)
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise malformed(f"tool call index must be an integer, got {position!r}")
+        block = self.calls.get(position)
+        if block is None:
+            name = function.get("name")
+            if not isinstance(call_id, str) or not call_id:
+                raise malformed(f"tool call {position} began without an id")
+            if not isinstance(name, str) or not name:
+                raise malformed(f"tool call {position} ({call_id}) began without a function name")
+            block = ProviderBlock("tool-call", call_id, name)
+            self.calls[position] = block
+            self.queue.push(block, arguments)
+            return
+        if call_id is not None and call_id != block.call_id:
+            raise malformed(f"tool call {position} changed its id from {block.call_id!r} to {call_id!r}")
+        if block.ended:
+            if arguments:
+                raise malformed(
+                    f"arguments for tool call {block.call_id} came after its arguments were complete and the next "
+                    f"block had begun: {arguments[:40]!r}"
+                )
+            return
+        self.queue.add(block, arguments)
+
+    def end(self) -> list[StreamChunk]:
+        """The response is over: end the blocks, then ``usage`` (when the provider sent it) and ``finish``.
+
+        Raises ``STREAM_CLOSED`` when no finish reason came, ``EMPTY_RESPONSE`` for a ``stop`` with no content.
+        """
+        reason = self.finish_reason
+        if reason is None:
+            raise LlmError("the stream ended without a finish_reason", ErrorCode.STREAM_CLOSED)
+        finish = _FINISH.get(reason)
+        if finish is None:
+            finish = {
+                "kind": "error",
+                "failure": {"message": f"the provider stopped with finish_reason {reason!r}", "code": reason.upper()},
+            }
+        queue = self.queue
+        queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
+        if finish["kind"] == "stop" and queue.count == 0:
+            raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
+        out = queue.take()
+        if self.usage is not None:
+            out.append({"type": "usage", "usage": self.usage})
+        out.append({"type": "finish", "reason": finish})
+        return out
+
+
+@overload
+def from_openai_chunks(chunks: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
+@overload
+def from_openai_chunks(chunks: Iterable[Any]) -> Iterator[StreamChunk]: ...
+def from_openai_chunks(
+    chunks: Iterable[Any] | AsyncIterable[Any],
+) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
+    """Convert a stream of OpenAI ``chat.completion.chunk`` objects (dicts or SDK objects, sync or async).
+
+    The block-protocol chunks come out as the input goes in; ``usage`` and ``finish`` when the input ends.
+    Send the output through :func:`streamfsm.validate` / :func:`streamfsm.avalidate` to check and assemble it.
+    """
+    if isinstance(chunks, AsyncIterable):
+        return _from_openai_async(chunks)
+    return _from_openai_sync(chunks)
+
+
+def _mapping(item: object) -> Mapping[str, Any]:
+    event = to_mapping(item)
+    if event is None:
+        raise malformed(f"a chat.completion.chunk must be an object, got {type(item).__name__}")
+    return event
+
+
+def _from_openai_sync(chunks: Iterable[Any]) -> Iterator[StreamChunk]:
+    converter = OpenAIConverter()
+    for item in chunks:
+        yield from converter.feed(_mapping(item))
+    yield from converter.end()
+
+
+async def _from_openai_async(chunks: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]:
+    converter = OpenAIConverter()
+    async for item in chunks:
+        for chunk in converter.feed(_mapping(item)):
+            yield chunk
+    for chunk in converter.end():
+        yield chunk
+
+
+# --- HTTP -------------------------------------------------------------------------------------------
+
+
+def openai_messages(options: GenerateOptions, *, send_reasoning: bool) -> list[dict[str, Any]]:
+    """The request's ``messages``: the system prompt, then the conversation in the chat-completions form."""
+    out: list[dict[str, Any]] = []
+    if options.system is not None:
+        out.append({"role": "system", "content": options.system})
+    for message in options.messages:
+        if isinstance(message, AssistantMessage):
+            entry: dict[str, Any] = {"role": "assistant"}
+            texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
+            entry["content"] = "".join(texts) if texts else None
+            if send_reasoning:
+                reasoning = [b.text for b in message.blocks if isinstance(b, ReasoningBlock)]
+                if reasoning:
+                    entry["reasoning_content"] = "".join(reasoning)
+            calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+            if calls:
+                entry["tool_calls"] = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in calls
+                ]
+            out.append(entry)
+        elif isinstance(message, ToolResultMessage):
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+        else:
+            out.append({"role": "user", "content": message.content})
+    return out
+
+
+class OpenAICompatibleAdapter(LlmAdapter):
+    """Streaming chat completions from any OpenAI-compatible endpoint (DeepSeek, OpenAI, vLLM, Ollama, ...).
+
+    ``base_url`` is the API root (``https://api.deepseek.com``, ``https://api.openai.com/v1``,
+    ``http://localhost:11434/v1``); requests go to ``{base_url}/chat/completions`` with usage requested
+    (``stream_options.include_usage``). ``models`` declares what the adapter knows of each model, reasoning
+    efforts included; a model it does not list has no selectable effort. Pass ``client`` (an
+    ``httpx.AsyncClient``) to reuse connections; otherwise each stream opens and closes its own.
+    ``send_reasoning`` sends earlier reasoning back as ``reasoning_content`` (DeepSeek's thinking with tools);
+    by default it is not sent, as most servers reject it. Supports every option but ``session_id``.
+    """
+
+    supported_options = frozenset(
+        {"system", "tools", "temperature", "max_tokens", "stop", "reasoning_effort", "signal"}
+    )
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        provider: str = "openai-compatible",
+        models: Sequence[ModelInfo] = (),
+        client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        headers: Mapping[str, str] | None = None,
+        identity: AppIdentity = APP_IDENTITY,
+        max_tokens_field: str = "max_tokens",
+        send_reasoning: bool = False,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.provider = provider
+        self.models = {model.id: model for model in models}
+        self.client = client
+        self.timeout = timeout
+        self.headers = dict(headers or {})
+        self.identity = identity
+        self.max_tokens_field = max_tokens_field
+        self.send_reasoning = send_reasoning
+
+    @property
+    def provider_info(self) -> ProviderInfo:
+        """The provider route this adapter was configured as."""
+        return ProviderInfo(id=self.provider, name=self.provider)
+
+    async def resolve_model(self, model: str) -> ModelInfo:
+        """The declared metadata of ``model``, or just its id."""
+        return self.models.get(model) or ModelInfo(provider=self.provider, id=model, name=model)
+
+    async def list_models(self) -> list[ModelInfo]:
+        """The declared models; with none declared, the endpoint's ``GET /models``."""
+        if self.models:
+            return list(self.models.values())
+        from ._http import request_json
+
+        async with self._client() as client:
+            listing = await request_json(
+                client, "GET", f"{self.base_url}/models", headers=self.request_headers(), who=self.provider
+            )
+        data = listing.get("data") if isinstance(listing, Mapping) else None
+        if not isinstance(data, list):
+            raise malformed(f"{self.provider}: GET /models did not return a 'data' list")
+        return [
+            ModelInfo(provider=self.provider, id=entry["id"], name=entry["id"])
+            for entry in data
+            if isinstance(entry, Mapping) and isinstance(entry.get("id"), str)
+        ]
+
+    def request_headers(self) -> dict[str, str]:
+        """Headers of every request: attribution, the key, then the caller's own headers."""
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            **attribution_headers(self.identity),
+        }
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        headers.update(self.headers)
+        return headers
+
+    def request_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body of a streamed chat completion for ``options``."""
+        body: dict[str, Any] = {
+            "model": options.model,
+            "messages": openai_messages(options, send_reasoning=self.send_reasoning),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if options.tools is not None:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in options.tools
+            ]
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.max_tokens is not None:
+            body[self.max_tokens_field] = options.max_tokens
+        if options.stop is not None:
+            body["stop"] = list(options.stop)
+        if options.reasoning_effort is not None:
+            body["reasoning_effort"] = options.reasoning_effort
+        return body
+
+    def _client(self) -> ClientScope:
+        from ._http import ClientScope
+
+        return ClientScope(self.client, self.timeout)
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """POST the request and convert the event stream (see :class:`OpenAIConverter`).
+
+        Raises :class:`LlmError`: HTTP failures by status, ``MALFORMED_RESPONSE`` for an event that is not
+        JSON, ``STREAM_CLOSED`` when the body ends without ``[DONE]``, ``TRANSPORT``/``TIMEOUT``, ``ABORTED``.
+        """
+        self.check_options(options)
+        from ._http import post_sse
+
+        converter = OpenAIConverter()
+        async with self._client() as client:
+            events = post_sse(
+                client,
+                f"{self.base_url}/chat/completions",
+                headers=self.request_headers(),
+                body=self.request_body(options),
+                signal=options.signal,
+                who=self.provider,
+            )
+            try:
+                async for event in events:
+                    data = event.data
+                    if data == "[DONE]":
+                        break
+                    if not data:
+                        continue
+                    try:
+                        parsed = orjson.loads(data)
+                    except orjson.JSONDecodeError as exc:
+                        raise malformed(f"{self.provider}: an event is not JSON ({exc}): {data[:80]!r}") from exc
+                    if not isinstance(parsed, Mapping):
+                        raise malformed(f"{self.provider}: an event is not a JSON object: {data[:80]!r}")
+                    for chunk in converter.feed(parsed):
+                        yield chunk
+                else:
+                    raise LlmError(f"{self.provider}: the stream ended without [DONE]", ErrorCode.STREAM_CLOSED)
+            finally:
+                await events.aclose()  # type: ignore[attr-defined]
+        for chunk in converter.end():
+            yield chunk

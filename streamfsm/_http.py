@@ -165,10 +165,10 @@ async def post_sse(
             if event is None:
                 return
             yield event
+    except SSEError as exc:  # a subclass of httpx.TransportError: first
+        raise LlmError(f"{who}: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
     except httpx.HTTPError as exc:
         raise _transport_error(exc, who) from exc
-    except SSEError as exc:
-        raise LlmError(f"{who}: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
     finally:
         guard.remove()
         if response is not None:
@@ -218,6 +218,12 @@ class ClientScope:
 
 
 def read_sse(data: bytes) -> Iterator[ServerSentEvent]:
-    """The server-sent events of a recorded body, parsed by the same parser as live responses."""
+    """The server-sent events of a recorded body, parsed by the same parser as live responses.
+
+    A recording whose last event lacks its closing blank line (as files often do) keeps that event: the end
+    of the file ends it.
+    """
+    if not data.endswith((b"\n\n", b"\r\n\r\n")):
+        data += b"\n\n"
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=data)
     return EventSource(response).iter_sse()

@@ -1,0 +1,179 @@
+"""A real HTTP server on 127.0.0.1 for the adapter tests: scripted responses, recorded requests.
+
+No mock of httpx: the adapters talk to this server over a socket. Script what the next requests get, in order::
+
+    with SSEServer() as server:
+        server.script(SSE(openai_events(chunks)), Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "2"}))
+        adapter = sf.OpenAICompatibleAdapter(server.url)
+        ...
+        server.requests[0].json()  # what the adapter sent
+
+Responses:
+
+- ``SSE(events, delay=0.0, end="close")``: ``200 text/event-stream`` with chunked encoding, one chunk per event
+  (each event is the raw text of one SSE event, e.g. ``"data: {...}"``), ``delay`` seconds before each event.
+  ``end="close"`` finishes the body properly; ``end="drop"`` cuts the connection without the final chunk (a
+  connection dropped mid-stream).
+- ``Reply(status, body, headers)``: a complete response (``body`` a dict is sent as JSON).
+
+A request with nothing scripted gets ``599``. ``server.disconnects`` records when the server noticed a client
+had gone while it was still writing; ``server.active`` counts requests being answered right now.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import orjson
+
+__all__ = ["SSE", "Recorded", "Reply", "SSEServer", "anthropic_events", "openai_events"]
+
+
+@dataclass
+class SSE:
+    """A scripted event-stream response."""
+
+    events: list[str]
+    delay: float = 0.0
+    end: Literal["close", "drop"] = "close"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Reply:
+    """A scripted complete response."""
+
+    status: int
+    body: Any = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The request body, parsed."""
+        return orjson.loads(self.body)
+
+
+def openai_events(chunks: Iterable[Mapping[str, Any]], *, done: bool = True) -> list[str]:
+    """``data:`` events of chat.completion.chunk objects, then ``data: [DONE]`` unless ``done=False``."""
+    events = [f"data: {orjson.dumps(chunk).decode()}" for chunk in chunks]
+    return [*events, "data: [DONE]"] if done else events
+
+
+def anthropic_events(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``event:``/``data:`` pairs of Messages API events."""
+    return [f"event: {event['type']}\ndata: {orjson.dumps(event).decode()}" for event in events]
+
+
+class SSEServer:
+    """The server, run in a thread for the duration of a ``with`` block."""
+
+    def __init__(self) -> None:
+        self.queue: deque[SSE | Reply] = deque()
+        self.requests: list[Recorded] = []
+        self.disconnects: list[float] = []
+        self.active = 0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_: object) -> None:
+                return None
+
+            def do_GET(self) -> None:
+                self._answer()
+
+            def do_POST(self) -> None:
+                self._answer()
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                with server.lock:
+                    server.requests.append(
+                        Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    response = server.queue.popleft() if server.queue else Reply(599, b"nothing scripted")
+                    server.active += 1
+                try:
+                    if isinstance(response, Reply):
+                        self._reply(response)
+                    else:
+                        self._stream(response)
+                finally:
+                    with server.lock:
+                        server.active -= 1
+
+            def _reply(self, reply: Reply) -> None:
+                body = reply.body
+                if isinstance(body, dict | list):
+                    body = orjson.dumps(body)
+                elif isinstance(body, str):
+                    body = body.encode()
+                self.send_response(reply.status)
+                headers = {"content-type": "application/json", **reply.headers}
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _stream(self, sse: SSE) -> None:
+                self.send_response(200)
+                for name, value in {"content-type": "text/event-stream", **sse.headers}.items():
+                    self.send_header(name, value)
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                try:
+                    for event in sse.events:
+                        if sse.delay:
+                            time.sleep(sse.delay)
+                        data = (event + "\n\n").encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    if sse.end == "drop":
+                        self.close_connection = True
+                        with contextlib.suppress(OSError):
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:  # the client went away (broken pipe, reset, ...)
+                    with server.lock:
+                        server.disconnects.append(time.monotonic())
+                    self.close_connection = True
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def script(self, *responses: SSE | Reply) -> None:
+        """Queue the responses the next requests get, in order."""
+        self.queue.extend(responses)
+
+    def __enter__(self) -> SSEServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,612 @@
+"""The ``streamfsm`` command: check recorded streams, assemble one, draw the machine, run the demo.
+
+Exit status: 0 when every stream is valid (and for ``diagram`` and ``demo`` when they ran); 1 when at least
+one stream is invalid; 2 for a usage error or an input that could not be read (a missing or unreadable file,
+a folder with no recordings, a format that cannot be told), whatever the other streams gave; 130 when
+interrupted.
+
+The checking itself lives in ``_check.py`` and returns plain reports; this module only walks the paths,
+spreads the files over processes, and formats the reports for a terminal or as JSON lines. Colours only on
+a terminal (``--color``), never when ``NO_COLOR`` is set; the progress bar and the boxed summary table need
+the ``cli`` extra (``rich``), and the command works without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Generator, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import IO, Any, Final
+
+import orjson
+
+from ._check import (
+    FORMATS,
+    STREAM_SUFFIXES,
+    FileReport,
+    StreamReport,
+    check_data,
+    check_file,
+    short,
+)
+from ._config import Policy
+from ._machine import diagram
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Style",
+    "Summary",
+    "format_report",
+    "format_summary",
+    "main",
+]
+
+#: Every stream is valid.
+EXIT_OK: Final = 0
+#: At least one stream is invalid.
+EXIT_INVALID: Final = 1
+#: A usage error, or an input that could not be read.
+EXIT_USAGE: Final = 2
+#: Interrupted (Ctrl-C).
+EXIT_INTERRUPTED: Final = 130
+
+#: Below this many bytes in all, files are checked in the main process (``--jobs`` not given).
+PARALLEL_MIN_BYTES: Final = 8 * 1024 * 1024
+#: Line width when the output is not a terminal.
+DEFAULT_WIDTH: Final = 120
+STDIN: Final = "-"
+
+
+# -- styles -----------------------------------------------------------------------------------------
+
+
+class Style:
+    """ANSI styling that is switched off entirely when colour is not wanted."""
+
+    _CODES: Final = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, *styles: str) -> str:
+        """``text`` in ``styles`` (names of :attr:`_CODES`), or as it is when colour is off."""
+        if not self.enabled or not styles:
+            return text
+        codes = ";".join(self._CODES[s] for s in styles)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+def wants_color(choice: str, stream: IO[str]) -> bool:
+    """Whether to colour ``stream``: never with ``NO_COLOR`` set; ``auto`` colours a terminal that is not dumb."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if choice != "auto":
+        return choice == "always"
+    return _isatty(stream) and os.environ.get("TERM") != "dumb"
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _width(stream: IO[str]) -> int:
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _isatty(stream) else DEFAULT_WIDTH
+
+
+# -- formatting -------------------------------------------------------------------------------------
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def format_report(report: StreamReport, style: Style, width: int = DEFAULT_WIDTH) -> str:
+    """One stream's report for a terminal: one line for a valid stream; for a bad one, compiler style.
+
+    A bad stream gives ``path:line: CODE message``, then the offending chunk at its line (for
+    ``STREAM_TRUNCATED`` the last chunk received), then where in the stream it is and what the machine
+    accepted in the state it was in.
+    """
+    if report.ok:
+        return f"{style(report.name, 'bold')}: {style('ok', 'green')}; {_good_details(report)}"
+    where = f"{report.path}:{report.line}" if report.line is not None else report.path
+    lines = [f"{style(where, 'bold')}: {style(str(report.code), 'red', 'bold')} {report.message}"]
+    gutter = str(report.line) if report.line is not None else ""
+    pad = max(len(gutter), 4)
+    if report.chunk is not None:
+        lines.append(f"  {gutter:>{pad}} {style('|', 'dim')} {short(report.chunk, max(width - pad - 5, 20))}")
+    lines.append(f"  {'':>{pad}} {style('=', 'cyan')} {_bad_note(report)}")
+    return "\n".join(lines)
+
+
+def _good_details(report: StreamReport) -> str:
+    blocks = report.blocks or ()
+    parts = [_plural(len(blocks), "block") + (f" ({', '.join(blocks)})" if blocks else "")]
+    calls = report.tool_calls or ()
+    parts.append(f"tool calls: {', '.join(name for _, name in calls)}" if calls else "no tool calls")
+    usage = report.usage
+    if usage is None:
+        parts.append("no usage")
+    else:
+        extra = [f"{usage[key]} {label}" for key, label in _USAGE_EXTRA if usage.get(key) is not None]
+        parts.append(
+            f"usage {usage['inputTokens']} in / {usage['outputTokens']} out"
+            + (f" ({', '.join(extra)})" if extra else "")
+        )
+    finish = report.finish or {}
+    failure = finish.get("failure")
+    text = f"finish {finish.get('kind')}"
+    if failure:
+        text += f" ({failure.get('code')}: {short(str(failure.get('message')), 60)})"
+    parts.append(text)
+    if report.interrupted:
+        parts.append(f"interrupted: {', '.join(report.interrupted)}")
+    return "; ".join(parts)
+
+
+_USAGE_EXTRA: Final = (
+    ("cacheReadTokens", "cache read"),
+    ("cacheWriteTokens", "cache write"),
+    ("reasoningTokens", "reasoning"),
+)
+
+
+def _bad_note(report: StreamReport) -> str:
+    where = f"stream {report.stream}, " if report.numbered else ""
+    if report.state is None:  # the reader or converter stopped, not the machine
+        return f"{where}the {report.format} reader stopped after {_plural(report.chunks, 'chunk')}"
+    if report.chunk_index is not None and report.chunk_index >= report.chunks:
+        where += f"the input ended after {_plural(report.chunks, 'chunk')}"
+    else:
+        where += f"chunk {report.chunk_index} of {report.chunks}"
+    accepts = ", ".join(report.expected or ()) or "nothing"
+    return f"{where}; state {report.state} accepts {accepts} (policy {report.policy})"
+
+
+@dataclass(slots=True)
+class Summary:
+    """What a ``check`` run found, for the closing table: streams by outcome and code, and files."""
+
+    policy: str
+    files: int = 0
+    streams: int = 0
+    ok: int = 0
+    ok_files: int = 0
+    #: Invalid streams by code, and how many files hold at least one of each.
+    codes: Counter[str] = field(default_factory=Counter)
+    code_files: Counter[str] = field(default_factory=Counter)
+    #: Files that record no stream (a session log without a model turn), and files that could not be read.
+    empty: int = 0
+    unreadable: int = 0
+    seconds: float = 0.0
+
+    def add(self, report: FileReport) -> None:
+        """Count one file's report."""
+        self.files += 1
+        if report.error is not None:
+            self.unreadable += 1
+            return
+        if not report.streams:
+            self.empty += 1
+        self.streams += len(report.streams)
+        good = sum(1 for s in report.streams if s.ok)
+        self.ok += good
+        self.ok_files += good > 0
+        bad = Counter(str(s.code) for s in report.streams if not s.ok)
+        self.codes.update(bad)
+        self.code_files.update(bad.keys())
+
+    @property
+    def invalid(self) -> int:
+        """Streams that broke a rule."""
+        return self.streams - self.ok
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """``(outcome, code, streams, files)`` rows: valid first, then codes by count, then files without streams."""
+        rows = [("ok", "", str(self.ok), str(self.ok_files))] if self.ok or not self.codes else []
+        for code, count in sorted(self.codes.items(), key=lambda item: (-item[1], item[0])):
+            rows.append(("invalid", code, str(count), str(self.code_files[code])))
+        if self.empty:
+            rows.append(("no streams", "", "-", str(self.empty)))
+        if self.unreadable:
+            rows.append(("unreadable", "", "-", str(self.unreadable)))
+        return rows
+
+    def headline(self) -> str:
+        """One sentence: how much was checked, under which policy, how long it took, what came out."""
+        return (
+            f"checked {_plural(self.streams, 'stream')} in {_plural(self.files, 'file')} (policy {self.policy}) "
+            f"in {self.seconds:.2f} s: {self.ok} ok, {self.invalid} invalid"
+            + (f", {self.unreadable} unreadable" if self.unreadable else "")
+        )
+
+
+_HEADERS: Final = ("outcome", "code", "streams", "files")
+
+
+def format_summary(summary: Summary, style: Style) -> str:
+    """The closing table as plain aligned text (the one for pipes and logs)."""
+    rows = summary.rows()
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADERS)]
+
+    def line(cells: Sequence[str], outcome: str | None = None) -> str:
+        text = "  ".join(
+            cell.rjust(widths[i]) if i >= 2 else cell.ljust(widths[i]) for i, cell in enumerate(cells)
+        ).rstrip()
+        colour = {"ok": "green", "invalid": "red", "unreadable": "red"}.get(outcome or "")
+        return "  " + (style(text, colour) if colour else text)
+
+    out = [style(summary.headline(), "bold"), "", style(line(_HEADERS), "dim")]
+    out.extend(line(row, row[0]) for row in rows)
+    return "\n".join(out)
+
+
+def _rich_summary(summary: Summary, color: bool) -> bool:
+    """Print the closing table with rich on a terminal; False when rich is not installed."""
+    try:
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        return False
+    console = Console(file=sys.stdout, no_color=not color, highlight=False)
+    console.print(summary.headline(), style="bold")
+    table = Table(box=box.SIMPLE_HEAD)
+    for i, header in enumerate(_HEADERS):
+        table.add_column(header, justify="right" if i >= 2 else "left")
+    for row in summary.rows():
+        table.add_row(*row, style={"ok": "green", "invalid": "red", "unreadable": "red"}.get(row[0], ""))
+    console.print(table)
+    return True
+
+
+# -- inputs -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Input:
+    path: str
+    error: str | None = None
+
+
+def _inputs(paths: Sequence[str]) -> list[_Input]:
+    """The files to read: each path as given, a folder walked for recordings (:data:`STREAM_SUFFIXES`)."""
+    found: list[_Input] = []
+    for path in paths:
+        if path != STDIN and os.path.isdir(path):
+            files = sorted(_walk(path))
+            if not files:
+                found.append(_Input(path, f"no recordings ({', '.join('*' + s for s in STREAM_SUFFIXES)}) here"))
+            found.extend(_Input(f) for f in files)
+        else:
+            found.append(_Input(path))
+    return found
+
+
+def _walk(folder: str) -> Iterator[str]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if not name.startswith(".") and name.endswith(STREAM_SUFFIXES):
+                yield os.path.join(root, name)
+
+
+def _read_stdin() -> bytes:
+    return sys.stdin.buffer.read()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _workers(files: list[str], jobs: int) -> int:
+    """How many processes check ``files``: ``jobs`` if given, else one per core when there is enough to do.
+
+    Starting workers and sending reports back costs about as much as checking a few megabytes in the
+    main process, so below :data:`PARALLEL_MIN_BYTES` in all the files are checked right here.
+    """
+    if jobs == 0:
+        if sum(_size(f) for f in files) < PARALLEL_MIN_BYTES:
+            return 1
+        jobs = os.cpu_count() or 1
+    return max(1, min(jobs, len(files)))
+
+
+def _reports(inputs: list[_Input], fmt: str, policy: Policy, jobs: int) -> Generator[FileReport, None, None]:
+    """Each input's report, in input order; files are checked in worker processes when there are several."""
+    files = [i.path for i in inputs if i.error is None and i.path != STDIN]
+    workers = _workers(files, jobs)
+    futures: dict[str, Future[FileReport]] = {}
+    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+    try:
+        if pool is not None:
+            for path in dict.fromkeys(files):
+                futures[path] = pool.submit(check_file, path, fmt, policy)
+        for item in inputs:
+            if item.error is not None:
+                yield FileReport(item.path, None, [], item.error)
+            elif item.path == STDIN:
+                yield check_data(_read_stdin(), STDIN, fmt, policy)
+            elif pool is not None:
+                yield futures[item.path].result()
+            else:
+                yield check_file(item.path, fmt, policy)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _progress(total: int, enabled: bool) -> Iterator[Any]:
+    """A rich progress bar on standard error, or ``None``; output printed meanwhile goes above it."""
+    if not enabled:
+        yield None
+        return
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    except ImportError:
+        yield None
+        return
+    progress = Progress(
+        TextColumn("checking"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}", style="dim"),
+        console=Console(file=sys.stderr),
+        transient=True,
+        redirect_stdout=_isatty(sys.stdout),
+        redirect_stderr=True,
+    )
+    with progress:
+        progress.add_task("", total=total)
+        yield progress
+
+
+# -- commands ---------------------------------------------------------------------------------------
+
+
+def _say(text: str) -> None:
+    # Looked up at each call: a progress bar swaps sys.stdout for a proxy that prints above it.
+    sys.stdout.write(text + "\n")
+
+
+def _complain(text: str) -> None:
+    sys.stderr.write(f"streamfsm: {text}\n")
+
+
+def _check(args: argparse.Namespace) -> int:
+    inputs = _inputs(args.paths)
+    if sum(1 for i in inputs if i.path == STDIN) > 1:
+        _complain("error: '-' (standard input) given more than once")
+        return EXIT_USAGE
+    policy = Policy(args.policy)
+    color = wants_color(args.color, sys.stdout)
+    style, width = Style(color), _width(sys.stdout)
+    summary = Summary(policy.value)
+    jobs = args.jobs
+    started = time.perf_counter()
+    show_bar = args.progress and len(inputs) > 1 and _isatty(sys.stderr)
+    with (
+        _progress(len(inputs), show_bar) as bar,
+        contextlib.closing(_reports(inputs, args.format, policy, jobs)) as run,
+    ):
+        for report in run:
+            summary.add(report)
+            _print_file(report, args, style, width)
+            if bar is not None:
+                bar.update(bar.task_ids[0], advance=1, description=short(report.path, 50))
+    summary.seconds = time.perf_counter() - started
+    if not args.json:
+        _say("")
+        if not (_isatty(sys.stdout) and _rich_summary(summary, color)):
+            _say(format_summary(summary, style))
+    if summary.unreadable:
+        return EXIT_USAGE
+    return EXIT_INVALID if summary.invalid else EXIT_OK
+
+
+def _print_file(report: FileReport, args: argparse.Namespace, style: Style, width: int) -> None:
+    if report.error is not None:
+        _complain(f"{report.path}: {report.error}")
+        return
+    if args.json:
+        for stream in report.streams:
+            _say(orjson.dumps(stream.to_json()).decode())
+        return
+    if not report.streams and not args.quiet:
+        _say(f"{style(report.path, 'bold')}: {style('no streams recorded', 'dim')}")
+    for stream in report.streams:
+        if not (stream.ok and args.quiet):
+            _say(format_report(stream, style, width))
+
+
+def _assemble(args: argparse.Namespace) -> int:
+    path = args.path
+    if path != STDIN and os.path.isdir(path):
+        _complain(f"error: {path} is a folder: assemble reads one recording")
+        return EXIT_USAGE
+    policy = Policy(args.policy)
+    if path == STDIN:
+        report = check_data(_read_stdin(), STDIN, args.format, policy, results=True)
+    else:
+        report = check_file(path, args.format, policy, results=True)
+    if report.error is not None:
+        _complain(f"{report.path}: {report.error}")
+        return EXIT_USAGE
+    pairs = list(zip(report.streams, report.results or [], strict=True))
+    if args.stream is not None:
+        if not 0 <= args.stream < len(pairs):
+            _complain(f"error: {path} records {_plural(len(pairs), 'stream')}; there is no stream {args.stream}")
+            return EXIT_USAGE
+        pairs = [pairs[args.stream]]
+    style = Style(wants_color(args.color, sys.stderr))
+    option = 0 if args.compact else orjson.OPT_INDENT_2
+    status = EXIT_OK
+    for stream, result in pairs:
+        if result is None:
+            sys.stderr.write(format_report(stream, style, _width(sys.stderr)) + "\n")
+            status = EXIT_INVALID
+        else:
+            _say(orjson.dumps(result.to_wire(), option=option).decode())
+    return status
+
+
+def _diagram(args: argparse.Namespace) -> int:
+    sys.stdout.write(diagram(args.policy))
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .__main__ import main as demo
+
+    return demo(list(args.args))
+
+
+# -- arguments --------------------------------------------------------------------------------------
+
+
+def _policy_option(parser: argparse.ArgumentParser, default: str | None) -> None:
+    parser.add_argument(
+        "--policy",
+        choices=[p.value for p in Policy],
+        default=default,
+        help="which rules apply: strict (every rule) or harness (interleaved blocks, usage optional)"
+        + (f"; default {default}" if default else ""),
+    )
+
+
+def _format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="how the recordings are written; auto tells them apart by their first lines (default)",
+    )
+
+
+def _color_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the output: auto (on a terminal, the default), always or never; NO_COLOR turns it off",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's argument parser."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="streamfsm",
+        description="Validate and assemble LLM block streams (DeepSeek Harness StreamChunk protocol).",
+        epilog="exit status: 0 every stream valid, 1 an invalid stream, 2 usage error or unreadable input",
+    )
+    parser.add_argument("--version", action="version", version=f"streamfsm {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check",
+        help="validate recorded streams",
+        description="Validate recorded streams: JSON lines of chunks, DeepSeek Harness session logs, or "
+        "provider SSE bodies. A folder is walked for *.jsonl, *.ndjson and *.sse files; '-' reads "
+        "standard input.",
+    )
+    check.add_argument("paths", nargs="+", metavar="PATH", help="a recording, a folder of them, or '-'")
+    _policy_option(check, Policy.STRICT.value)
+    _format_option(check)
+    check.add_argument("--json", action="store_true", help="print one JSON object per stream (JSON lines)")
+    check.add_argument("-q", "--quiet", action="store_true", help="print only the invalid streams and the summary")
+    check.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="worker processes (default: one per core when the files add up to 8 MiB or more; 1: none)",
+    )
+    check.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"
+    )
+    _color_option(check)
+    check.set_defaults(run=_check)
+
+    assemble = commands.add_parser(
+        "assemble",
+        help="print the assembled result of a recording as JSON",
+        description="Print each stream of a recording, assembled, as JSON (StreamResult.to_wire()); "
+        "invalid streams are reported on standard error.",
+    )
+    assemble.add_argument("path", metavar="PATH", help="a recording, or '-' for standard input")
+    _policy_option(assemble, Policy.STRICT.value)
+    _format_option(assemble)
+    assemble.add_argument("--stream", type=int, metavar="N", help="only the N-th stream (0-based) of a session log")
+    assemble.add_argument("--compact", action="store_true", help="one line per stream instead of indented JSON")
+    _color_option(assemble)
+    assemble.set_defaults(run=_assemble)
+
+    draw = commands.add_parser(
+        "diagram",
+        help="print the machine's Mermaid state diagram",
+        description="Print the Mermaid state diagram the machine is declared as (the README's).",
+    )
+    _policy_option(draw, None)
+    draw.set_defaults(run=_diagram)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the demo (no network, no API key)",
+        description="Stream the seed articles' example through the machine, then a broken one.",
+    )
+    demo.add_argument("args", nargs=argparse.REMAINDER, help="passed to the demo (--fast: no pauses)")
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``streamfsm`` command with ``argv`` (default: the process's arguments); returns the exit status."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "demo":
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.args = [*extra, *args.args]  # the demo's own options (--fast), which argparse leaves aside
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "jobs", 1) < 0:
+        parser.error("--jobs must be 0 (one per core) or more")
+    try:
+        status: int = args.run(args)
+    except KeyboardInterrupt:
+        _complain("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (| head): say nothing more, and let the interpreter not complain on exit.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_INVALID
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,7 +9,7 @@ broken adapter is caught at the chunk where it broke.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -361,6 +361,3 @@ def to_mapping(value: object) -> Mapping[str, Any] | None:
         return dumped if isinstance(dumped, Mapping) else None
     return None
 
-
-def _as_sequence(value: object) -> Sequence[Any]:
-    return value if isinstance(value, list | tuple) else ()

@@ -459,3 +459,42 @@ def test_anthropic_sdk_events() -> None:
     events = [e for e in anthropic_recording(ANTHROPIC / "tool_use_response.sse") if e["type"] != "ping"]
     objects = [TypeAdapter(anthropic_types.RawMessageStreamEvent).validate_python(event) for event in events]
     assert sf.assemble(sf.from_anthropic_events(objects)) == sf.assemble(sf.from_anthropic_events(events))
+
+
+# --- Interleaving, in general ---------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def interleaved(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str], str]:
+    """Parallel tool calls (and text) whose deltas arrive in any order that keeps each call's own order."""
+    count = draw(st.integers(1, 4))
+    arguments = [
+        orjson.dumps(draw(st.dictionaries(st.text(max_size=3), st.text(max_size=5), max_size=3))).decode()
+        for _ in range(count)
+    ]
+    queues: list[list[dict[str, Any]]] = []
+    for number, text in enumerate(arguments):
+        cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=4)))
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        queues.append([call(number, pieces[0], f"call_{number}", "f")] + [call(number, p) for p in pieces[1:]])
+    texts = draw(st.lists(st.text(min_size=1, max_size=4), max_size=3))
+    queues.append([chunk({"content": t}) for t in texts])
+    events = []
+    while any(queues):
+        pick = draw(st.sampled_from([q for q in queues if q]))
+        events.append(pick.pop(0))
+    return [*events, chunk(finish="tool_calls", **USAGE)], arguments, "".join(texts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(interleaved())
+def test_any_interleaving_comes_out_valid_under_strict(case: tuple[list[dict[str, Any]], list[str], str]) -> None:
+    events, arguments, text = case
+    result = sf.assemble(sf.from_openai_chunks(events), policy=sf.Policy.STRICT)
+    # Calls come out in the order they began, each whole.
+    began = [c["index"] for e in events for c in e["choices"][0]["delta"].get("tool_calls", []) if "id" in c]
+    assert [(c.id, c.arguments) for c in result.tool_calls] == [(f"call_{n}", arguments[n]) for n in began]
+    assert result.text == text

@@ -3,7 +3,7 @@
 Exit status: 0 when every stream is valid (and for ``diagram`` and ``demo`` when they ran); 1 when at least
 one stream is invalid; 2 for a usage error or an input that could not be read (a missing or unreadable file,
 a folder with no recordings, a format that cannot be told), whatever the other streams gave; 130 when
-interrupted.
+interrupted; 141 when standard output was closed early.
 
 The checking itself lives in ``_check.py`` and returns plain reports; this module only walks the paths,
 spreads the files over processes, and formats the reports for a terminal or as JSON lines. Colours only on
@@ -40,6 +40,7 @@ from ._config import Policy
 from ._machine import diagram
 
 __all__ = [
+    "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "EXIT_INVALID",
     "EXIT_OK",
@@ -59,6 +60,8 @@ EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
 #: Interrupted (Ctrl-C).
 EXIT_INTERRUPTED: Final = 130
+#: Standard output was closed before the end (``| head``), as a shell reports a process killed by SIGPIPE.
+EXIT_BROKEN_PIPE: Final = 141
 
 #: Below this many bytes in all, files are checked in the main process (``--jobs`` not given).
 PARALLEL_MIN_BYTES: Final = 8 * 1024 * 1024
@@ -604,7 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_INVALID
+        return EXIT_BROKEN_PIPE
     return status
 
 

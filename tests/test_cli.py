@@ -511,3 +511,47 @@ def test_the_plain_summary() -> None:
         "  invalid     BLOCK_NOT_OPEN        2      1",
         "  unreadable                        -      1",
     ]
+
+
+# -- the README -----------------------------------------------------------------------------------------
+
+
+def readme_examples() -> list[tuple[str, str]]:
+    """``(command, shown output)`` of each README text block that starts with ``$ streamfsm``."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```text\n\$ (streamfsm [^\n]*)\n(.*?)```", readme, flags=re.DOTALL)
+    return [(cmd, shown) for cmd, shown in blocks]
+
+
+def shown_as_pattern(shown: str) -> str:
+    """The shown output as a regex: ``...`` stands for any lines, a time for any time."""
+    parts = []
+    for line in shown.splitlines():
+        if line == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            pieces = re.split(r"in [0-9]+\.[0-9]+ s", line)
+            parts.append(r"in [0-9]+\.[0-9]+ s".join(re.escape(p) for p in pieces) + r"\n")
+    return "".join(parts)
+
+
+def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
+    examples = readme_examples()
+    assert len(examples) == 2
+    broken = copy.deepcopy(SEED_CHUNKS)
+    (tmp_path / "broken.jsonl").write_bytes(
+        jsonl([*broken[:4], {"type": "text-delta", "index": 0, "text": "!"}, *broken[4:]])
+    )
+    for cmd, shown in examples:
+        argv = cmd.split()[1:]
+        if "../shared/fixtures/harness-sessions" in argv:
+            if SESSIONS.resolve() != (ROOT / ".." / "shared" / "fixtures" / "harness-sessions").resolve():
+                continue  # the README names ../shared as it lies next to the repository
+            cwd = ROOT
+        else:
+            cwd = tmp_path
+        done = subprocess.run(
+            [sys.executable, "-m", "streamfsm._cli", *argv], capture_output=True, text=True, cwd=cwd, timeout=120
+        )
+        assert done.returncode == 1, done.stderr
+        assert re.fullmatch(shown_as_pattern(shown), done.stdout), (cmd, done.stdout[-2000:])

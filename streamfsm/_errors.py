@@ -34,6 +34,14 @@ class ErrorCode(StrEnum):
     FINISH_REASON_MISMATCH = "FINISH_REASON_MISMATCH"
     STREAM_TRUNCATED = "STREAM_TRUNCATED"
     LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    # Flat-stream codes (seed 001's text/tool_call/tool_result/error/done stream; with chunk_index). The flat
+    # validator also uses INVALID_CHUNK, INDEX_OUT_OF_ORDER, TOOL_CALL_CONFLICT, TOOL_ARGUMENTS_INVALID and
+    # STREAM_TRUNCATED, in the same sense as above.
+    CHUNK_AFTER_DONE = "CHUNK_AFTER_DONE"
+    CHUNK_AFTER_ERROR = "CHUNK_AFTER_ERROR"
+    DONE_REASON_MISMATCH = "DONE_REASON_MISMATCH"
+    TOOL_RESULT_UNMATCHED = "TOOL_RESULT_UNMATCHED"
+    TOOL_RESULT_DUPLICATE = "TOOL_RESULT_DUPLICATE"
     # Adapter and runtime codes (no chunk_index).
     PROVIDER_HTTP_ERROR = "PROVIDER_HTTP_ERROR"
     AUTH = "AUTH"
@@ -52,6 +60,8 @@ class ErrorCode(StrEnum):
     UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"
     INVALID_MODEL_REASONING = "INVALID_MODEL_REASONING"
     UNKNOWN = "UNKNOWN"
+    #: An agent loop's budget (output tokens or text length) was passed: the run was stopped.
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
 
 
 #: Codes a caller may retry by default (SPEC §3).

@@ -95,13 +95,22 @@ ADAPTER_CODES = [
     "UNSUPPORTED_REASONING_EFFORT",
     "INVALID_MODEL_REASONING",
     "UNKNOWN",
+    "BUDGET_EXCEEDED",
+]
+#: The agent loop's flat stream (seed 001; tests/test_flat.py).
+FLAT_CODES = [
+    "CHUNK_AFTER_DONE",
+    "CHUNK_AFTER_ERROR",
+    "DONE_REASON_MISMATCH",
+    "TOOL_RESULT_UNMATCHED",
+    "TOOL_RESULT_DUPLICATE",
 ]
 
 
 def test_error_code_is_a_str_enum_of_every_code() -> None:
     assert issubclass(ErrorCode, enum.StrEnum)
-    assert {c.value for c in ErrorCode} == {*PROTOCOL_CODES, *ADAPTER_CODES}
-    for name in (*PROTOCOL_CODES, *ADAPTER_CODES):
+    assert {c.value for c in ErrorCode} == {*PROTOCOL_CODES, *FLAT_CODES, *ADAPTER_CODES}
+    for name in (*PROTOCOL_CODES, *FLAT_CODES, *ADAPTER_CODES):
         member = ErrorCode[name]
         assert member == name
         assert isinstance(member, str)

@@ -1,0 +1,290 @@
+"""Failures and retries in the agent loop: back-off through the injected clock, errors that reach the consumer
+unchanged, failed attempts whose output is discarded, and adapters that break the protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import streamfsm as sf
+from streamfsm import ErrorCode
+
+from .agent_support import Fail, Turn, answer, calls, collect, finish, kinds, make_loop, run, usage, wire
+
+E = ErrorCode
+
+
+# -- the policy ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "delays"),
+    [
+        pytest.param(sf.RetryPolicy(), [1000, 2000, 4000], id="the seed's defaults"),
+        pytest.param(sf.RetryPolicy(max_retries=6, delay_ms=10_000), [10_000, 20_000, 30_000, 30_000], id="capped"),
+        pytest.param(sf.RetryPolicy(delay_ms=500, multiplier=3), [500, 1500, 4500], id="multiplier"),
+        pytest.param(sf.RetryPolicy(delay_ms=0), [0, 0, 0], id="no delay"),
+    ],
+)
+def test_backoff_is_exponential_and_capped(policy: sf.RetryPolicy, delays: list[int]) -> None:
+    assert [policy.backoff_ms(n) for n in range(1, len(delays) + 1)] == delays
+
+
+def test_backoff_does_not_overflow() -> None:
+    assert sf.RetryPolicy(max_retries=100_000).backoff_ms(100_000) == 30_000
+
+
+RATE_LIMIT = sf.LlmError("Rate limit exceeded", E.RATE_LIMIT, status=429)
+
+
+@pytest.mark.parametrize(
+    ("error", "retry", "delay"),
+    [
+        pytest.param(RATE_LIMIT, 1, 1000, id="first retry"),
+        pytest.param(RATE_LIMIT, 3, 4000, id="last retry"),
+        pytest.param(RATE_LIMIT, 4, None, id="retries exhausted"),
+        pytest.param(sf.LlmError("x", E.RATE_LIMIT, retry_after_ms=5000), 1, 5000, id="retry-after above back-off"),
+        pytest.param(sf.LlmError("x", E.RATE_LIMIT, retry_after_ms=10), 2, 2000, id="retry-after below back-off"),
+        pytest.param(sf.LlmError("x", E.SERVER, retry_after_ms=30_000), 1, 30_000, id="retry-after at the cap"),
+        pytest.param(sf.LlmError("x", E.RATE_LIMIT, retry_after_ms=30_001), 1, None, id="retry-after past the cap"),
+        pytest.param(sf.LlmError("x", E.AUTH), 1, None, id="not retryable"),
+        pytest.param(sf.LlmError("x", E.BLOCK_NOT_OPEN, chunk_index=3), 1, None, id="protocol error"),
+        pytest.param(sf.LlmError("x", "PROVIDER_SPECIFIC"), 1, None, id="unknown code"),
+    ],
+)
+def test_next_delay(error: sf.LlmError, retry: int, delay: int | None) -> None:
+    assert sf.RetryPolicy().next_delay_ms(error, retry) == delay
+
+
+def test_policy_is_checked() -> None:
+    with pytest.raises(ValueError):
+        sf.RetryPolicy(max_retries=-1)
+    with pytest.raises(ValueError):
+        sf.RetryPolicy(multiplier=0.5)
+
+
+# -- retries in a run ------------------------------------------------------------------------------
+
+
+def test_a_rate_limit_succeeds_on_retry_after_the_back_off() -> None:
+    loop, adapter, clock = make_loop([Fail(RATE_LIMIT), Fail(RATE_LIMIT), answer("Hello, world!")])
+    started = clock.now
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    assert wire(out) == [
+        {
+            "type": "error",
+            "error": {"message": "Rate limit exceeded", "code": "RATE_LIMIT", "status": 429},
+            "recoverable": True,
+            "retryAfter": 1000,
+        },
+        {
+            "type": "error",
+            "error": {"message": "Rate limit exceeded", "code": "RATE_LIMIT", "status": 429},
+            "recoverable": True,
+            "retryAfter": 2000,
+        },
+        {"type": "text", "content": "Hello, world!"},
+        {"type": "done", "reason": "stop", "usage": {"promptTokens": 10, "completionTokens": 5, "totalTokens": 15}},
+    ]
+    assert clock.sleeps == [1.0, 2.0] and clock.now - started == 3.0
+    assert len(adapter.requests) == 3
+    assert agent_run.metrics.retry_count == 2 and agent_run.turns[0].retry_count == 2
+    assert agent_run.error is None
+    assert out[0].error is RATE_LIMIT  # the very error the adapter raised
+
+
+def test_the_providers_retry_after_is_honoured() -> None:
+    slow_down = sf.LlmError("slow down", E.RATE_LIMIT, status=429, retry_after_ms=5000)
+    loop, _, clock = make_loop([Fail(slow_down), answer("ok")])
+    out = run(collect(loop.run("hi")))
+    assert out[0].retry_after == 5000 and clock.sleeps == [5.0]
+
+
+def test_retries_run_out_and_the_last_error_ends_the_run() -> None:
+    errors = [sf.LlmError(f"overloaded {n}", E.SERVER, status=503) for n in range(4)]
+    loop, adapter, clock = make_loop([Fail(e) for e in errors])
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    assert kinds(out) == ["error", "error", "error", "error", "done"]
+    assert [c.recoverable for c in out[:4]] == [True, True, True, False]
+    assert [c.error for c in out[:4]] == errors
+    assert out[-1].reason == "error" and out[-1].usage is None
+    assert agent_run.error is errors[-1]
+    assert clock.sleeps == [1.0, 2.0, 4.0] and len(adapter.requests) == 4
+
+
+def test_a_non_recoverable_error_ends_the_run_at_once() -> None:
+    bad_key = sf.LlmError("Invalid API key", E.AUTH, status=401, request_id="req-9")
+    loop, adapter, clock = make_loop([Fail(bad_key), answer("never")])
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    assert wire(out) == [
+        {
+            "type": "error",
+            "error": {"message": "Invalid API key", "code": "AUTH", "status": 401, "requestId": "req-9"},
+            "recoverable": False,
+        },
+        {"type": "done", "reason": "error"},
+    ]
+    assert out[0].error is bad_key and agent_run.error is bad_key
+    assert clock.sleeps == [] and len(adapter.requests) == 1
+    assert agent_run.messages == [sf.UserMessage(content="hi")]
+
+
+def test_the_partial_output_of_a_failed_attempt_is_discarded() -> None:
+    partial = [
+        *Turn().text("Hel").call("call_1", "lookup", {"q": "x"}).chunks,
+        {"type": "block-start", "index": 2, "blockType": "text"},
+        {"type": "text-delta", "index": 2, "text": "half a"},
+    ]
+    ran: list[str] = []
+
+    def lookup(q: str) -> str:
+        ran.append(q)
+        return q
+
+    loop, adapter, _ = make_loop(
+        [Fail(sf.LlmError("connection reset", E.TRANSPORT), after=partial), answer("Hello")], [lookup]
+    )
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    # The consumer saw the attempt as it came, then the recoverable error that voids it.
+    assert kinds(out) == ["text", "tool_call", "text", "error", "text", "done"]
+    assert out[3].recoverable
+    # Nothing of it reached the conversation, the next request, or a tool.
+    assert ran == []
+    assert [m.role for m in agent_run.messages] == ["user", "assistant"]
+    assert agent_run.messages[-1].blocks == (sf.TextBlock(text="Hello"),)
+    assert [m.role for m in adapter.requests[1].messages] == ["user"]
+
+
+def test_a_retryable_error_finish_is_retried_and_a_fatal_one_reported() -> None:
+    overloaded = [usage(), finish("error", {"message": "overloaded", "code": "SERVER", "providerRetryAfterMs": 1500})]
+    refused = [finish("error", {"message": "content filtered", "code": "content_filter", "status": 400})]
+    loop, _, clock = make_loop([overloaded, refused])
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    assert kinds(out) == ["error", "error", "done"]
+    assert (out[0].recoverable, out[0].retry_after, out[0].error.code) == (True, 1500, E.SERVER)
+    assert (out[1].recoverable, out[1].error.code, out[1].error.message) == (
+        False,
+        "content_filter",
+        "content filtered",
+    )
+    assert out[1].error.status == 400 and clock.sleeps == [1.5]
+    # The failed attempt's usage was billed: it counts.
+    assert out[-1].usage is not None and out[-1].usage.total_tokens == 15
+
+
+def test_retryable_codes_are_configurable() -> None:
+    broken = [{"type": "text-delta", "index": 0, "text": "x"}]
+    retry = sf.RetryPolicy(retryable_codes=frozenset({E.BLOCK_NOT_OPEN}), delay_ms=1)
+    loop, _, _ = make_loop([broken, answer("fine")], retry=retry)
+    out = run(collect(loop.run("hi")))
+    assert kinds(out) == ["error", "text", "done"] and out[0].error.code is E.BLOCK_NOT_OPEN
+
+
+def test_no_retries() -> None:
+    loop, _, _ = make_loop([Fail(RATE_LIMIT)], retry=sf.RetryPolicy(max_retries=0))
+    out = run(collect(loop.run("hi")))
+    assert kinds(out) == ["error", "done"] and not out[0].recoverable
+
+
+# -- errors from the adapter, never silent ---------------------------------------------------------
+
+
+def test_an_exception_that_is_not_an_llm_error_becomes_unknown_with_its_cause() -> None:
+    boom = RuntimeError("socket on fire")
+    loop, _, _ = make_loop([Fail(boom, after=Turn().text("hi").chunks)])
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    assert kinds(out) == ["text", "error", "done"]
+    err = out[1].error
+    assert err.code is E.UNKNOWN and err.__cause__ is boom and "socket on fire" in err.message
+    assert not out[1].recoverable and agent_run.error is err
+
+
+def test_an_exception_before_the_stream_starts_becomes_unknown_too() -> None:
+    loop, adapter, _ = make_loop([answer("never")])
+
+    async def resolve_model(model: str) -> sf.ModelInfo:
+        raise KeyError(model)
+
+    adapter.resolve_model = resolve_model  # type: ignore[method-assign]
+    out = run(collect(loop.run("hi")))
+    assert out[0].error.code is E.UNKNOWN and isinstance(out[0].error.__cause__, KeyError)
+
+
+# -- adapters that break the protocol ------------------------------------------------------------
+
+BROKEN = [
+    pytest.param(
+        [*Turn().text("ok").chunks, {"type": "text-delta", "index": 0, "text": "!"}],
+        E.BLOCK_NOT_OPEN,
+        3,
+        id="a delta after its block ended",
+    ),
+    pytest.param(
+        [
+            {"type": "block-start", "index": 0, "blockType": "text"},
+            {"type": "text-delta", "index": 0, "text": "abc"},
+            {"type": "block-end", "index": 0, "block": {"type": "text", "text": "abd"}},
+        ],
+        E.BLOCK_CONTENT_MISMATCH,
+        2,
+        id="block-end that differs from the deltas",
+    ),
+    pytest.param(
+        [*Turn().call("c1", "note", {"text": "x"}).chunks, {"type": "finish", "reason": {"kind": "stop"}}],
+        E.USAGE_MISSING,
+        4,
+        id="a completed call, then a finish without usage",
+    ),
+    pytest.param([*Turn().call("c1", "note", {"text": "x"}).chunks, usage()], E.STREAM_TRUNCATED, 5, id="no finish"),
+    pytest.param([{"type": "mystery"}], E.INVALID_CHUNK, 0, id="unknown chunk type"),
+]
+
+
+@pytest.mark.parametrize("eager", [False, True], ids=["", "eager"])
+@pytest.mark.parametrize(("chunks", "code", "position"), BROKEN)
+def test_a_broken_stream_surfaces_the_coded_error_and_passes_nothing_half_assembled_on(
+    chunks: list[dict[str, Any]], code: ErrorCode, position: int, eager: bool
+) -> None:
+    ran: list[str] = []
+
+    async def note(text: str) -> None:
+        ran.append(text)
+
+    loop, _, _ = make_loop([list(chunks)], [note], eager_tools=eager)
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    error, done = out[-2:]
+    assert isinstance(error, sf.ErrorChunk) and not error.recoverable
+    assert (error.error.code, error.error.chunk_index) == (code, position)
+    assert done.reason == "error" and agent_run.error is error.error
+    assert agent_run.messages == [sf.UserMessage(content="hi")]  # no half-assembled turn
+    assert not any(isinstance(c, sf.ToolResultChunk) for c in out)  # no result of a call of a broken stream
+    if not eager:
+        assert ran == []  # an eager call may have started at its block-end: that is what eager means
+
+
+def test_a_provider_abort_ends_the_run_as_cancelled() -> None:
+    aborted = [finish("aborted", {"message": "the provider stopped", "code": "ABORTED"})]
+    loop, _, _ = make_loop([Turn().text("so far").chunks + aborted])
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    assert kinds(out) == ["text", "done"] and out[-1].reason == "cancel"
+    assert agent_run.error is not None and agent_run.error.code is E.ABORTED
+    assert agent_run.messages == [sf.UserMessage(content="hi")]
+
+
+def test_tool_results_between_retries_stay() -> None:
+    def one() -> int:
+        return 1
+
+    loop, _, _ = make_loop([calls(("c1", "one", {})), Fail(RATE_LIMIT), answer("done")], [one])
+    out = run(collect(loop.run("hi")))
+    assert kinds(out) == ["tool_call", "tool_result", "error", "text", "done"]

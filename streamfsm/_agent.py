@@ -774,6 +774,7 @@ class AgentRun:
             async with contextlib.aclosing(self._turns(aio, handles)) as turns:
                 async for chunk in turns:
                     yield await self._emit(chunk)
+            await self._reap()  # nothing is left running behind a finished run
         except BaseException as exc:
             # Cancelled, closed early (GeneratorExit), or a bug: stop everything, then let it through.
             if self.done is None:
@@ -834,9 +835,9 @@ class AgentRun:
             self._turn = None
             kind = result.finish.kind
             if kind == "aborted":
-                self.error = _failure_error(result.finish.failure, ErrorCode.ABORTED)
-                yield self._finish("cancel")
-                return
+                # The provider aborted the response: the run ends as a cancellation, the turn not kept.
+                self._stop(_failure_error(result.finish.failure, ErrorCode.ABORTED))
+                continue
             self.messages.append(AssistantMessage.from_result(result))
             budget = limits.max_output_tokens
             if budget is not None and self._meter.usage is not None and self._meter.usage.completion_tokens > budget:
@@ -870,7 +871,6 @@ class AgentRun:
         """One model response with its retries: flat chunks, then the :class:`StreamResult` if it completed."""
         agent = self.agent
         run_meter = self._meter
-        clock = agent.clock
         text_budget = agent.limits.max_text_chars
         attempt_no = 0
         while True:
@@ -879,7 +879,7 @@ class AgentRun:
             attempt = _Attempt(agent.policy, agent.limits.stream)
             await self._stream_start(options, turn, attempt_no)
             queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
-            producer = self._producer = aio.create_task(self._pump(options, queue))
+            producer = self._producer = aio.create_task(self._pump(options, queue, meter))
             producer.add_done_callback(functools.partial(_wake, queue))
             failure: LlmError | None = None
             result: StreamResult | None = None
@@ -898,13 +898,6 @@ class AgentRun:
                         else:
                             result = attempt.asm.close()
                         break
-                    now = clock() if meter.first is None or run_meter.first is None else 0.0
-                    if meter.first is None:
-                        meter.first = now
-                    if run_meter.first is None:
-                        run_meter.first = now
-                    meter.chunks += 1
-                    run_meter.chunks += 1
                     flat = step(item)
                     if flat is None:
                         continue
@@ -984,11 +977,20 @@ class AgentRun:
             if self._cause is not None:
                 return
 
-    async def _pump(self, options: GenerateOptions, queue: asyncio.Queue[Any]) -> None:
-        """The producer task: the adapter's raw chunks into ``queue`` (the run validates them)."""
+    async def _pump(self, options: GenerateOptions, queue: asyncio.Queue[Any], meter: _Meter) -> None:
+        """The producer task: the adapter's raw chunks into ``queue`` (the run validates them), counted and
+        timed as they arrive."""
+        run_meter = self._meter
+        clock = self.agent.clock
         chunks = self.agent.adapter.generate(options, policy=None)
         try:
             async for chunk in chunks:
+                if meter.first is None:
+                    meter.first = clock()
+                    if run_meter.first is None:
+                        run_meter.first = meter.first
+                meter.chunks += 1
+                run_meter.chunks += 1
                 await queue.put(chunk)
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]
@@ -1068,16 +1070,17 @@ class AgentRun:
         seconds = found.timeout if found.timeout is not None else agent.limits.tool_timeout
         if seconds is not None and math.isinf(seconds):
             seconds = None
+        deadline = asyncio.timeout(seconds)
         try:
-            async with asyncio.timeout(seconds):
+            async with deadline:
                 value = await found.invoke(call.arguments)
+            return _Outcome.value(value)
         except ToolError as exc:
             return self._tool_failed(call, str(exc))
-        except TimeoutError:
-            return self._tool_failed(call, f"tool {call.name!r} timed out after {seconds:g} s")
         except Exception as exc:
+            if seconds is not None and deadline.expired():
+                return self._tool_failed(call, f"tool {call.name!r} timed out after {seconds:g} s")
             return self._tool_failed(call, f"{type(exc).__name__}: {exc}", exc)
-        return _Outcome.value(value)
 
     def _tool_failed(self, call: ToolCallBlock, message: str, exc: BaseException | None = None) -> _Outcome:
         self.agent.logger.warning(

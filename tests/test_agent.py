@@ -328,12 +328,24 @@ def typed(count: int, names: list[str]) -> int:
     return count
 
 
+async def own_timeout() -> None:
+    """Raises a TimeoutError of its own, long before the loop's timeout."""
+    raise TimeoutError("the database did not answer")
+
+
+def circular() -> list[Any]:
+    """Returns what is not JSON data."""
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
 SEARCH = sf.Tool(
     lambda arguments: "found",
     name="search",
     parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
 )
-FAILING_TOOLS = [sf.Tool(sleepy, timeout=0.01), exploding, refusing, typed, SEARCH]
+FAILING_TOOLS = [sf.Tool(sleepy, timeout=0.01), exploding, refusing, typed, SEARCH, own_timeout, circular]
 
 
 @pytest.mark.parametrize(
@@ -348,6 +360,8 @@ FAILING_TOOLS = [sf.Tool(sleepy, timeout=0.01), exploding, refusing, typed, SEAR
         pytest.param("exploding", {"reason": "disk on fire"}, "ValueError: disk on fire", id="tool raises"),
         pytest.param("refusing", {"path": "/etc/passwd"}, "Permission denied: /etc/passwd", id="ToolError"),
         pytest.param("sleepy", {"seconds": 10}, "tool 'sleepy' timed out after 0.01 s", id="timeout"),
+        pytest.param("own_timeout", {}, "TimeoutError: the database did not answer", id="its own TimeoutError"),
+        pytest.param("circular", {}, "ValueError: Circular reference", id="result that is not JSON"),
     ],
 )
 def test_a_failing_tool_gives_an_error_result_and_the_run_goes_on(

@@ -4,6 +4,7 @@ unchanged, failed attempts whose output is discarded, and adapters that break th
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -278,6 +279,33 @@ def test_a_provider_abort_ends_the_run_as_cancelled() -> None:
     out = run(collect(agent_run))
     assert kinds(out) == ["text", "done"] and out[-1].reason == "cancel"
     assert agent_run.error is not None and agent_run.error.code is E.ABORTED
+    assert agent_run.messages == [sf.UserMessage(content="hi")]
+
+
+def test_a_provider_abort_cancels_an_eager_tool() -> None:
+    log: list[str] = []
+
+    async def forever() -> None:
+        log.append("started")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            log.append("cancelled")
+            raise
+
+    aborted = [finish("aborted", {"message": "the provider stopped", "code": "ABORTED"})]
+    loop, _, _ = make_loop([Turn().call("c1", "forever", {}).chunks + aborted], [forever], eager_tools=True)
+    agent_run = loop.run("hi")
+
+    async def main() -> list[Any]:
+        out = await collect(agent_run)
+        await asyncio.sleep(0)
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        return out
+
+    out = run(main())
+    assert kinds(out) == ["tool_call", "done"] and out[-1].reason == "cancel"
+    assert log == ["started", "cancelled"]
     assert agent_run.messages == [sf.UserMessage(content="hi")]
 
 

@@ -26,7 +26,18 @@ from ._adapter import (
     UserMessage,
     attribution_headers,
 )
-from ._agent import AgentLimits, AgentLoop, AgentRun, Hooks, RetryPolicy, StreamMetrics, Tool, ToolError, tool
+from ._agent import (
+    AgentLimits,
+    AgentLoop,
+    AgentRun,
+    Hooks,
+    RetryPolicy,
+    StreamMetrics,
+    Tool,
+    ToolError,
+    tool,
+    tool_signal,
+)
 from ._anthropic import AnthropicAdapter, AnthropicConverter, from_anthropic_events
 from ._api import (
     aassemble,
@@ -182,6 +193,7 @@ __all__ = [
     "parse_flat",
     "read_session",
     "tool",
+    "tool_signal",
     "validate",
     "validate_flat",
     "validate_jsonl",

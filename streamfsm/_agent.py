@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import inspect
 import logging
@@ -70,6 +71,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "tool",
+    "tool_signal",
 ]
 
 #: A flat chunk object, as a run yields it.
@@ -290,6 +292,19 @@ def tool(
     if fn is not None:
         return Tool(fn, name=name, description=description, parameters=parameters, timeout=timeout)
     return lambda f: Tool(f, name=name, description=description, parameters=parameters, timeout=timeout)
+
+
+_TOOL_SIGNAL: contextvars.ContextVar[AbortSignal | None] = contextvars.ContextVar("streamfsm_tool_signal", default=None)
+
+
+def tool_signal() -> AbortSignal | None:
+    """The :class:`AbortSignal` of the tool call running here (None outside a tool call).
+
+    It aborts when the call ends: cancelled (the run was stopped), timed out, or done. A sync tool runs in a
+    worker thread that nothing can interrupt: a long one should poll ``tool_signal().aborted`` and return.
+    Async tools are cancelled as usual and may ignore it.
+    """
+    return _TOOL_SIGNAL.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -1071,16 +1086,25 @@ class AgentRun:
         if seconds is not None and math.isinf(seconds):
             seconds = None
         deadline = asyncio.timeout(seconds)
+        # The call's own signal: a sync tool in its thread cannot be cancelled, but it can look (tool_signal()).
+        controller = AbortController()
+        token = _TOOL_SIGNAL.set(controller.signal)
+        ended = "the tool call was cancelled"
         try:
             async with deadline:
                 value = await found.invoke(call.arguments)
+            ended = "the tool call is over"
             return _Outcome.value(value)
         except ToolError as exc:
             return self._tool_failed(call, str(exc))
         except Exception as exc:
             if seconds is not None and deadline.expired():
-                return self._tool_failed(call, f"tool {call.name!r} timed out after {seconds:g} s")
+                ended = f"timed out after {seconds:g} s"
+                return self._tool_failed(call, f"tool {call.name!r} {ended}")
             return self._tool_failed(call, f"{type(exc).__name__}: {exc}", exc)
+        finally:
+            controller.abort(ended)
+            _TOOL_SIGNAL.reset(token)
 
     def _tool_failed(self, call: ToolCallBlock, message: str, exc: BaseException | None = None) -> _Outcome:
         self.agent.logger.warning(

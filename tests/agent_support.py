@@ -107,14 +107,14 @@ class Fail:
     """An attempt that yields ``after`` (chunks) and then raises ``error``."""
 
     error: BaseException
-    after: Sequence[Chunk] = ()
+    after: Sequence[Item] = ()
 
 
 @dataclass
 class Hang:
     """An attempt that yields ``before`` and then waits until it is cancelled (``released`` is never set)."""
 
-    before: Sequence[Chunk] = ()
+    before: Sequence[Item] = ()
     released: asyncio.Event | None = None
 
 

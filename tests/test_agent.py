@@ -11,6 +11,8 @@ import asyncio
 import dataclasses
 import json
 import threading
+import time
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
@@ -279,7 +281,12 @@ def test_what_a_tool_returns_becomes_json(value: Any, result: Any, content: str)
             "object",
             id="schema of an array",
         ),
-        pytest.param(lambda: sf.Tool(lambda a: 1, name="f", parameters=dict), TypeError, "parameters", id="a type"),
+        pytest.param(
+            lambda: sf.Tool(lambda a: 1, name="f", parameters=dict),  # type: ignore[arg-type]
+            TypeError,
+            "parameters",
+            id="a type",
+        ),
     ],
 )
 def test_tools_are_checked_when_declared(make: Any, error: type[Exception], words: str) -> None:
@@ -345,7 +352,15 @@ SEARCH = sf.Tool(
     name="search",
     parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
 )
-FAILING_TOOLS = [sf.Tool(sleepy, timeout=0.01), exploding, refusing, typed, SEARCH, own_timeout, circular]
+FAILING_TOOLS: list[sf.Tool | Callable[..., Any]] = [
+    sf.Tool(sleepy, timeout=0.01),
+    exploding,
+    refusing,
+    typed,
+    SEARCH,
+    own_timeout,
+    circular,
+]
 
 
 @pytest.mark.parametrize(
@@ -400,6 +415,26 @@ def test_the_loops_tool_timeout_applies_unless_the_tool_sets_its_own() -> None:
     )
     out = run(collect(loop.run("go")))
     assert "timed out after 0.01 s" in out[1].result["message"]
+
+
+def test_a_sync_tool_can_see_that_its_call_is_over() -> None:
+    noticed = threading.Event()
+    reasons: list[str | None] = []
+
+    def patient() -> str:
+        signal = sf.tool_signal()
+        assert signal is not None
+        while not signal.aborted:  # a thread cannot be cancelled: it looks
+            time.sleep(0.002)
+        reasons.append(signal.reason)
+        noticed.set()
+        return "too late"
+
+    loop, _, _ = make_loop([calls(("c1", "patient", {})), answer("ok")], [sf.Tool(patient, timeout=0.02)])
+    out = run(collect(loop.run("go")))
+    assert "timed out after 0.02 s" in out[1].result["message"]
+    assert noticed.wait(2) and reasons == ["timed out after 0.02 s"]
+    assert sf.tool_signal() is None  # outside a tool call
 
 
 # -- how a run ends ------------------------------------------------------------------------------
@@ -458,7 +493,7 @@ def test_reasoning_stays_out_of_the_flat_stream_but_in_the_conversation() -> Non
 
 
 def test_a_text_block_without_deltas_is_sent_whole_and_empty_deltas_are_skipped() -> None:
-    chunks = [
+    chunks: list[dict[str, Any]] = [
         {"type": "block-start", "index": 0, "blockType": "text"},
         {"type": "block-end", "index": 0, "block": {"type": "text", "text": "whole"}},
         {"type": "block-start", "index": 1, "blockType": "text"},
@@ -474,7 +509,7 @@ def test_a_text_block_without_deltas_is_sent_whole_and_empty_deltas_are_skipped(
 
 
 def test_interleaved_blocks_need_the_harness_policy() -> None:
-    chunks = [
+    chunks: list[dict[str, Any]] = [
         {"type": "block-start", "index": 0, "blockType": "reasoning"},
         {"type": "block-start", "index": 1, "blockType": "text"},
         {"type": "text-delta", "index": 1, "text": "hi"},
@@ -546,7 +581,10 @@ def test_an_eager_tool_of_a_failed_attempt_is_cancelled_and_run_again() -> None:
 def test_the_options_template_and_conversation_input() -> None:
     options = sf.GenerateOptions(model="m", system="be brief", temperature=0.2)
     loop, adapter, _ = make_loop([answer("hi")], model=None, options=options)
-    history = [{"role": "user", "content": "earlier"}, sf.AssistantMessage(blocks=(sf.TextBlock(text="yes"),))]
+    history: list[Any] = [
+        {"role": "user", "content": "earlier"},
+        sf.AssistantMessage(blocks=(sf.TextBlock(text="yes"),)),
+    ]
     agent_run = loop.run([*history, sf.UserMessage(content="now")])
     run(collect(agent_run))
     (request,) = adapter.requests

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -121,6 +122,29 @@ def test_abort_mid_tool_cancels_running_tools_and_answers_their_calls() -> None:
     assert len(adapter.requests) == 1
     # The conversation stays whole: every call of the kept turn has its result.
     assert [m.role for m in agent_run.messages] == ["user", "assistant", "tool", "tool"]
+
+
+def test_abort_mid_sync_tool_tells_its_thread() -> None:
+    controller = sf.AbortController()
+    reasons: list[str | None] = []
+    noticed = threading.Event()
+
+    def polling() -> str:
+        signal = sf.tool_signal()
+        assert signal is not None
+        controller.abort("stop now")
+        while not signal.aborted:
+            time.sleep(0.002)
+        reasons.append(signal.reason)
+        noticed.set()
+        return "ignored"
+
+    loop, _, _ = make_loop([calls(("c1", "polling", {}))], [polling])
+    agent_run = loop.run("hi", signal=controller.signal)
+    out = run(collect(agent_run))
+    assert kinds(out) == ["tool_call", "tool_result", "done"] and out[-1].reason == "cancel"
+    assert out[1].result["message"] == "cancelled: aborted: stop now"
+    assert noticed.wait(2) and reasons == ["the tool call was cancelled"]
 
 
 def test_abort_during_the_back_off_sleep() -> None:

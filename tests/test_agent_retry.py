@@ -158,7 +158,8 @@ def test_the_partial_output_of_a_failed_attempt_is_discarded() -> None:
     # Nothing of it reached the conversation, the next request, or a tool.
     assert ran == []
     assert [m.role for m in agent_run.messages] == ["user", "assistant"]
-    assert agent_run.messages[-1].blocks == (sf.TextBlock(text="Hello"),)
+    last = agent_run.messages[-1]
+    assert isinstance(last, sf.AssistantMessage) and last.blocks == (sf.TextBlock(text="Hello"),)
     assert [m.role for m in adapter.requests[1].messages] == ["user"]
 
 

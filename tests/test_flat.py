@@ -333,10 +333,12 @@ def test_a_failed_validator_stays_failed(stream: list[Wire], code: ErrorCode, po
         for chunk in stream:
             validator.feed(chunk)
         validator.close()
-    for again in (lambda: validator.feed(done()), validator.close):
-        with pytest.raises(sf.LlmError) as caught:
-            again()
-        assert (caught.value.code, caught.value.chunk_index) == (code, position)
+    with pytest.raises(sf.LlmError) as caught:
+        validator.feed(done())
+    assert (caught.value.code, caught.value.chunk_index) == (code, position)
+    with pytest.raises(sf.LlmError) as caught:
+        validator.close()
+    assert (caught.value.code, caught.value.chunk_index) == (code, position)
 
 
 def test_validator_state() -> None:

@@ -575,6 +575,39 @@ def test_an_eager_tool_of_a_failed_attempt_is_cancelled_and_run_again() -> None:
     assert {c.tool_call_id: c.result for c in out if isinstance(c, sf.ToolResultChunk)} == {"c1": 2, "c2": None}
 
 
+def test_runs_of_one_loop_are_independent_and_may_overlap() -> None:
+    class Echoing(sf.LlmAdapter):
+        """Asks for the echo tool on a question, answers with the tool's result."""
+
+        supported_options = frozenset({"tools", "signal"})
+
+        async def stream(self, options: sf.GenerateOptions) -> Any:
+            last = options.messages[-1]
+            if isinstance(last, sf.UserMessage):
+                chunks = calls((f"call-{last.content}", "echo", {"text": last.content}))
+            else:
+                assert isinstance(last, sf.ToolResultMessage)
+                chunks = answer(f"echoed {last.content}")  # a str result goes to the model as it is
+            for chunk in chunks:
+                await asyncio.sleep(0)
+                yield chunk
+
+    async def echo(text: str) -> str:
+        await asyncio.sleep(0)
+        return text
+
+    loop = sf.AgentLoop(Echoing(), [echo], model="m")
+
+    async def main() -> list[list[Any]]:
+        return list(await asyncio.gather(*(collect(loop.run(f"q{n}")) for n in range(10))))
+
+    for n, out in enumerate(run(main())):
+        assert wire(out)[1:3] == [
+            {"type": "tool_result", "id": "result_1", "toolCallId": f"call-q{n}", "result": f"q{n}", "isError": False},
+            {"type": "text", "content": f"echoed q{n}"},
+        ]
+
+
 # -- the request ---------------------------------------------------------------------------------
 
 

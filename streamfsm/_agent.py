@@ -538,7 +538,7 @@ async def _notify(listeners: list[Callable[[Any], Any]], event: str, value: obje
 class _Attempt:
     """One model request: block-protocol chunks in (validated by its own machine), flat chunks out."""
 
-    __slots__ = ("asm", "calls", "feed", "streamed", "tool_index")
+    __slots__ = ("asm", "feed", "streamed", "tool_index")
 
     def __init__(self, policy: Policy | str, limits: Limits) -> None:
         self.asm = StreamAssembler(policy, limits)
@@ -546,7 +546,6 @@ class _Attempt:
         self.tool_index = 0
         # Text blocks open now that have streamed some text (a block without deltas is sent at its end).
         self.streamed: set[int] = set()
-        self.calls: list[ToolCallChunk] = []
 
     def step(self, chunk: Mapping[str, Any]) -> TextChunk | ToolCallChunk | None:
         """Feed one chunk (raises the machine's :class:`LlmError`); the flat chunk it makes, if any."""
@@ -572,7 +571,6 @@ class _Attempt:
                     id=block["id"], name=block["name"], arguments=block["arguments"], index=self.tool_index
                 )
                 self.tool_index += 1
-                self.calls.append(call)
                 return call
         return None
 

@@ -80,6 +80,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The logger the loop writes ``llm_request``, ``llm_response``, ``llm_retry``, ``llm_error``, ``tool_error`` to.
 LOGGER = logging.getLogger("streamfsm.agent")
+# A library leaves logging to the application: without its own configuration nothing is printed
+# (Python's last-resort handler would otherwise write warnings to stderr).
+logging.getLogger("streamfsm").addHandler(logging.NullHandler())
 
 
 # --- Tools ------------------------------------------------------------------------------------------

@@ -435,7 +435,49 @@ def test_diagram_is_the_machines(capsys: pytest.CaptureFixture[str], policy: str
 def test_demo_runs_without_network() -> None:
     done = command("demo", "--fast")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip()
+    assert "done: stop" in done.stdout and "rejected: BLOCK_NOT_OPEN at chunk 4" in done.stdout
+
+
+def test_demo_talks_to_an_openai_compatible_endpoint(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streamfsm.__main__ import main as demo
+
+    from .sse_server import SSE, SSEServer, openai_events
+
+    def turn(delta: dict[str, Any], finish: str) -> list[dict[str, Any]]:
+        usage = {"prompt_tokens": 40, "completion_tokens": 9}
+        return [
+            {"choices": [{"index": 0, "delta": delta}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
+        ]
+
+    listing = {
+        "tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]
+    }
+    with SSEServer() as server:
+        server.script(
+            SSE(openai_events(turn(listing, "tool_calls"))), SSE(openai_events(turn({"content": "A README."}, "stop")))
+        )
+        monkeypatch.setenv("STREAMFSM_API_KEY", "sk-demo")
+        assert demo(["--base-url", server.url, "--model", "deepseek-chat"]) == 0
+        first, second = (request.json() for request in server.requests)
+    out = capsys.readouterr().out
+    assert "→ tool call call_1: bash" in out and "A README." in out and "done: stop" in out
+    assert server.requests[0].headers["authorization"] == "Bearer sk-demo"
+    assert first["model"] == "deepseek-chat" and first["tools"][0]["function"]["name"] == "bash"
+    assert second["messages"][-1]["role"] == "tool" and "README.md" in second["messages"][-1]["content"]
+
+
+def test_demo_without_a_key_says_what_it_needs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streamfsm.__main__ import main as demo
+
+    for name in ("STREAMFSM_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert demo(["--base-url", "http://127.0.0.1:9", "--model", "m"]) == 2
+    assert "STREAMFSM_API_KEY" in capsys.readouterr().err
 
 
 def test_the_console_script() -> None:

@@ -63,5 +63,9 @@ def test_demo_runs_without_network() -> None:
         [sys.executable, "-m", "streamfsm", "--fast"], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert "assembled: text 'Let me check the project files.'" in done.stdout
-    assert "rejected: BLOCK_NOT_OPEN at chunk 4" in done.stdout
+    assert done.stdout.startswith("streamfsm demo: the seed example through the agent loop")
+    assert 'Let me check the project files.\n  → tool call call-123: bash({"command":"ls streamfsm"})' in done.stdout
+    assert "  ← result: __init__.py, __main__.py," in done.stdout  # the tool ran
+    assert "done: stop; 280 prompt + 70 completion tokens; 1 tool call(s)" in done.stdout
+    assert "rejected: BLOCK_NOT_OPEN at chunk 4" in done.stdout and "done: error" in done.stdout
+    assert done.stderr == ""

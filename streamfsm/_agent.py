@@ -32,6 +32,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import json
 import logging
 import math
 import time
@@ -321,7 +322,13 @@ class _Outcome:
     @classmethod
     def value(cls, value: Any) -> _Outcome:
         data = to_jsonable_python(value, fallback=str)
-        content = value if isinstance(value, str) else orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
+        if isinstance(value, str):
+            return cls(data, value, False)
+        try:
+            content = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
+        except orjson.JSONEncodeError:
+            # orjson refuses integers past 64 bits, which are JSON all the same.
+            content = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         return cls(data, content, False)
 
     @classmethod
@@ -355,8 +362,8 @@ class RetryPolicy(BaseModel):
         """The back-off before retry number ``retry`` (1-based), ignoring any ``retry_after_ms``."""
         try:
             delay = self.delay_ms * self.multiplier ** max(0, retry - 1)
-        except OverflowError:
-            return self.max_delay_ms
+        except OverflowError:  # the power passed the largest float: any delay but 0 is past the cap
+            return self.max_delay_ms if self.delay_ms else 0
         return int(min(delay, self.max_delay_ms))
 
     def next_delay_ms(self, error: LlmError, retry: int) -> int | None:
@@ -405,11 +412,11 @@ class StreamMetrics(WireModel):
     """Figures of one turn (:attr:`AgentRun.turns`) or of a whole run (:attr:`AgentRun.metrics`).
 
     Times are seconds on the loop's clock. ``ttfb``: from the start (of the turn's first request, or of
-    the run) to the first chunk the adapter sent (None if none came). ``total_duration``: a turn from its
-    first request to its finish (tools not included); a run from start to ``done``. ``chunk_count``:
-    block-protocol chunks the adapter sent, every attempt counted. ``tool_call_count``: completed tool
-    calls. ``retry_count``: attempts retried. ``token_usage``: added up over every response that reported
-    usage (None if none did).
+    the run: when its first chunk is asked for) to the first chunk the adapter sent (None if none came).
+    ``total_duration``: a turn from its first request to its finish (tools not included); a run from
+    start to ``done``. ``chunk_count``: block-protocol chunks the adapter sent, every attempt counted.
+    ``tool_call_count``: completed tool calls. ``retry_count``: attempts retried. ``token_usage``: added
+    up over every response that reported usage (None if none did).
     """
 
     ttfb: float | None
@@ -420,15 +427,9 @@ class StreamMetrics(WireModel):
     token_usage: TokenUsage | None
 
     def to_wire(self) -> dict[str, Any]:
-        """The seed's camelCase dict (``ttfb``, ``totalDuration``, ``chunkCount``, ...; ``tokenUsage`` may be null)."""
-        return {
-            "ttfb": self.ttfb,
-            "totalDuration": self.total_duration,
-            "chunkCount": self.chunk_count,
-            "toolCallCount": self.tool_call_count,
-            "retryCount": self.retry_count,
-            "tokenUsage": self.token_usage.to_wire() if self.token_usage is not None else None,
-        }
+        """The seed's camelCase dict (``ttfb``, ``totalDuration``, ``chunkCount``, ...; ``ttfb`` and ``tokenUsage``
+        may be null)."""
+        return self.model_dump(by_alias=True)
 
 
 class _Meter:
@@ -646,7 +647,8 @@ class AgentLoop:
     ) -> AgentRun:
         """Start a run on ``messages`` (a string is one user message); iterate the result for flat chunks.
 
-        Nothing happens until the first chunk is asked for. ``signal`` aborts the run (``done(cancel)``).
+        Nothing happens until the first chunk is asked for. ``signal`` aborts the run (``done(cancel)``); by
+        default it is the options template's ``signal``.
         """
         if isinstance(messages, str):
             conversation: list[Message] = [UserMessage(content=messages)]
@@ -679,7 +681,7 @@ class AgentRun:
         self._signal = signal
         self._controller = AbortController()
         self._cause: LlmError | None = None
-        self._producer: asyncio.Task[None] | None = None
+        self._producer: asyncio.Task[Exception | None] | None = None
         self._sleeper: asyncio.Future[Any] | None = None
         self._tasks: dict[str, asyncio.Task[_Outcome]] = {}
         self._request: GenerateOptions | None = None
@@ -763,6 +765,7 @@ class AgentRun:
     async def _events(self) -> AsyncGenerator[Flat, None]:
         agent = self.agent
         aio = asyncio.get_running_loop()
+        self._meter.start = agent.clock()  # the run starts when its first chunk is asked for, not when made
         handles: list[asyncio.TimerHandle] = []
         remove: Callable[[], None] | None = None
         signal = self._signal
@@ -874,7 +877,8 @@ class AgentRun:
                     if self._cause is not None
                     else f"not run: the model ended its turn with {kind!r}"
                 )
-                for chunk in await self._settle(calls, why):
+                self._phase = calls
+                for chunk in await self._answer_rest(why):
                     yield chunk
             if self._cause is not None:
                 continue  # the wind-down
@@ -902,14 +906,15 @@ class AgentRun:
             step = attempt.step
             try:
                 while self._cause is None:
+                    # A producer that ended while the queue was full could not post _END (see _wake).
                     item = queue.get_nowait() if not queue.empty() else (_END if producer.done() else await queue.get())
                     if self._cause is not None:
                         break
                     if item is _END:
                         if producer.cancelled():
-                            break  # stopped: the cause is set
-                        exc = producer.exception()
-                        if exc is not None:
+                            # Not by the run (its cause is unset): the adapter raised CancelledError of its own.
+                            failure = LlmError(f"{type(agent.adapter).__name__} was cancelled", ErrorCode.ABORTED)
+                        elif (exc := producer.result()) is not None:
                             failure = _as_llm_error(exc, agent.adapter)
                         else:
                             result = attempt.asm.close()
@@ -937,8 +942,8 @@ class AgentRun:
                     yield flat
             except LlmError as exc:
                 failure = exc
-            if self._producer is not None and not self._producer.done():
-                self._producer.cancel()
+            if not producer.done():
+                producer.cancel()
             await asyncio.wait([producer])
             self._producer = None
             if result is not None and result.usage is not None:
@@ -956,7 +961,7 @@ class AgentRun:
                 return
             assert failure is not None
             await self._stream_end("error", result.usage if result is not None else None, failure)
-            await self._cancel_tools()
+            await self._reap()  # an eager tool of the failed attempt
             if failure.code == ErrorCode.ABORTED:
                 # The adapter or provider aborted on its own: the run ends as a cancellation.
                 self._stop(failure)
@@ -987,15 +992,17 @@ class AgentRun:
             yield ErrorChunk(error=failure, recoverable=True, retry_after=delay)
             if self._cause is not None:
                 return
-            self._sleeper = asyncio.ensure_future(agent.sleep(delay / 1000))
-            await asyncio.wait([self._sleeper])
+            sleeper = self._sleeper = asyncio.ensure_future(agent.sleep(delay / 1000))
+            await asyncio.wait([sleeper])
             self._sleeper = None
             if self._cause is not None:
                 return
+            sleeper.result()  # a sleep that failed fails the run; the retry does not go ahead unslept
 
-    async def _pump(self, options: GenerateOptions, queue: asyncio.Queue[Any], meter: _Meter) -> None:
+    async def _pump(self, options: GenerateOptions, queue: asyncio.Queue[Any], meter: _Meter) -> Exception | None:
         """The producer task: the adapter's raw chunks into ``queue`` (the run validates them), counted and
-        timed as they arrive."""
+        timed as they arrive. What the adapter raises is returned, not raised: a run stopped meanwhile drops
+        it, and a task that failed unread would be logged by asyncio as "never retrieved"."""
         run_meter = self._meter
         clock = self.agent.clock
         chunks = self.agent.adapter.generate(options, policy=None)
@@ -1008,16 +1015,17 @@ class AgentRun:
                 meter.chunks += 1
                 run_meter.chunks += 1
                 await queue.put(chunk)
+        except Exception as exc:
+            return exc
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]
+        return None
 
     def _request_options(self) -> GenerateOptions:
-        update: dict[str, Any] = {"messages": tuple(self.messages), "tools": self.agent._schemas}
-        if "signal" in self.agent.adapter.supported_options:
-            update["signal"] = self._controller.signal
-        else:
-            update["signal"] = None
-        return self.agent.options.model_copy(update=update)
+        signal = self._controller.signal if "signal" in self.agent.adapter.supported_options else None
+        return self.agent.options.model_copy(
+            update={"messages": tuple(self.messages), "tools": self.agent._schemas, "signal": signal}
+        )
 
     async def _stream_start(self, options: GenerateOptions, turn: int, attempt: int) -> None:
         agent = self.agent
@@ -1068,14 +1076,6 @@ class AgentRun:
         if task is None:
             task = self._tasks[call.id] = asyncio.get_running_loop().create_task(self._call_tool(call))
         return task
-
-    async def _cancel_tools(self) -> None:
-        tasks = list(self._tasks.values())
-        self._tasks.clear()
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks)
 
     async def _call_tool(self, call: ToolCallBlock) -> _Outcome:
         agent = self.agent
@@ -1143,8 +1143,7 @@ class AgentRun:
                 self._tasks.pop(call.id, None)
                 if task.cancelled():
                     if self._cause is not None:
-                        pending[task] = call  # answered by the wind-down
-                        continue
+                        continue  # the run was stopped: the wind-down answers it
                     outcome = _Outcome.failure(f"tool {call.name!r} was cancelled")
                 else:
                     outcome = task.result()
@@ -1152,28 +1151,22 @@ class AgentRun:
         if self._cause is None:
             self._close_phase()
 
-    async def _settle(self, calls: list[ToolCallBlock], why: str) -> list[Flat]:
-        """Answer ``calls`` that will not run (and any unanswered ones of the phase): a finished eager
-        call keeps its result; the rest are cancelled and answered with ``why``."""
+    async def _answer_rest(self, why: str) -> list[Flat]:
+        """Answer the calls of the tool phase that have no result yet (a tool that finished keeps its
+        result, the others get ``why``), stop every task of the run, and add the phase to the conversation."""
         out: list[Flat] = []
-        if calls:
-            self._phase = calls
-        phase = self._phase or []
-        for call in phase:
+        for call in self._phase or ():
             if call.id in self._outcomes:
                 continue
-            task = self._tasks.pop(call.id, None)
+            task = self._tasks.get(call.id)
             if task is not None and task.done() and not task.cancelled():
                 outcome = task.result()
             else:
-                if task is not None:
-                    task.cancel()
-                    await asyncio.wait([task])
-                outcome = _Outcome.failure(why or "not run")
+                outcome = _Outcome.failure(why)
             out.append(self._answer(call, outcome))
+        await self._reap()
         if self._phase is not None:
             self._close_phase()
-        await self._cancel_tools()
         return out
 
     async def _wind_down(self) -> list[Flat]:
@@ -1184,19 +1177,7 @@ class AgentRun:
         """
         cause = self._cause
         assert cause is not None
-        out: list[Flat] = []
-        for call in self._phase or ():
-            if call.id in self._outcomes:
-                continue
-            task = self._tasks.get(call.id)
-            if task is not None and task.done() and not task.cancelled():
-                outcome = task.result()
-            else:
-                outcome = _Outcome.failure(f"cancelled: {cause.message}")
-            out.append(self._answer(call, outcome))
-        await self._reap()
-        if self._phase is not None:
-            self._close_phase()
+        out = await self._answer_rest(f"cancelled: {cause.message}")
         await self._stream_end("cancel", None)
         if self._turn is not None:
             self._turn.end = self.agent.clock()

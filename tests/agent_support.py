@@ -84,6 +84,40 @@ class Turn:
         return [*self.chunks, usage(input_tokens, output_tokens), finish(kind)]
 
 
+#: The seed's two parallel file reads as the flat stream shows them (``to_wire()``): both calls, then both
+#: results of a ``file_edit`` tool that answers ``{"content": "export const name = '<path>'"}``.
+SEED_READS: list[Chunk] = [
+    {
+        "type": "tool_call",
+        "id": "call_1",
+        "name": "file_edit",
+        "arguments": '{"action": "read", "path": "src/index.ts"}',
+        "index": 0,
+    },
+    {
+        "type": "tool_call",
+        "id": "call_2",
+        "name": "file_edit",
+        "arguments": '{"action": "read", "path": "src/app.ts"}',
+        "index": 1,
+    },
+    {
+        "type": "tool_result",
+        "id": "result_1",
+        "toolCallId": "call_1",
+        "result": {"content": "export const name = 'src/index.ts'"},
+        "isError": False,
+    },
+    {
+        "type": "tool_result",
+        "id": "result_2",
+        "toolCallId": "call_2",
+        "result": {"content": "export const name = 'src/app.ts'"},
+        "isError": False,
+    },
+]
+
+
 def answer(*pieces: str, output_tokens: int = 5) -> list[Chunk]:
     """A response that is only text, finishing with ``stop``."""
     return Turn().text(*pieces).end("stop", output_tokens=output_tokens)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ import streamfsm as sf
 from streamfsm import ErrorCode
 
 from .agent_support import (
+    SEED_READS,
     Fail,
     Turn,
     WaitFor,
@@ -68,34 +70,7 @@ def test_the_seeds_two_parallel_file_reads_then_the_answer() -> None:
     out = run(collect(agent_run))
     assert wire(out) == [
         {"type": "text", "content": "2つのファイルを確認します"},
-        {
-            "type": "tool_call",
-            "id": "call_1",
-            "name": "file_edit",
-            "arguments": '{"action": "read", "path": "src/index.ts"}',
-            "index": 0,
-        },
-        {
-            "type": "tool_call",
-            "id": "call_2",
-            "name": "file_edit",
-            "arguments": '{"action": "read", "path": "src/app.ts"}',
-            "index": 1,
-        },
-        {
-            "type": "tool_result",
-            "id": "result_1",
-            "toolCallId": "call_1",
-            "result": {"content": "export const name = 'src/index.ts'"},
-            "isError": False,
-        },
-        {
-            "type": "tool_result",
-            "id": "result_2",
-            "toolCallId": "call_2",
-            "result": {"content": "export const name = 'src/app.ts'"},
-            "isError": False,
-        },
+        *SEED_READS,
         {"type": "text", "content": "上記2ファイル"},
         {"type": "text", "content": "の内容..."},
         {"type": "done", "reason": "stop", "usage": {"promptTokens": 20, "completionTokens": 10, "totalTokens": 30}},
@@ -244,6 +219,7 @@ class Box(BaseModel):
         pytest.param(Box(size=3), {"size": 3}, '{"size":3}', id="pydantic model"),
         pytest.param(Point(1, 2), {"x": 1, "y": 2}, '{"x":1,"y":2}', id="dataclass"),
         pytest.param({1: "a"}, {"1": "a"}, '{"1":"a"}', id="int keys become strings"),
+        pytest.param([2**70], [2**70], "[1180591620717411303424]", id="integers past 64 bits"),
         pytest.param(object, str(object), json.dumps(str(object)), id="anything else becomes its str"),
     ],
 )
@@ -409,12 +385,24 @@ def test_a_tool_that_fails_does_not_stop_the_others() -> None:
 
 def test_the_loops_tool_timeout_applies_unless_the_tool_sets_its_own() -> None:
     loop, _, _ = make_loop(
-        [calls(("c1", "sleepy", {"seconds": 10})), answer("ok")],
-        [sleepy],
+        [
+            calls(
+                ("c1", "sleepy", {"seconds": 10}),
+                ("c2", "longer", {"seconds": 0.05}),
+                ("c3", "unbounded", {"seconds": 0.05}),
+            ),
+            answer("ok"),
+        ],
+        [sleepy, sf.Tool(sleepy, name="longer", timeout=2), sf.Tool(sleepy, name="unbounded", timeout=math.inf)],
         limits=sf.AgentLimits(tool_timeout=0.01),
     )
     out = run(collect(loop.run("go")))
-    assert "timed out after 0.01 s" in out[1].result["message"]
+    results = {c.tool_call_id: c.result for c in out if isinstance(c, sf.ToolResultChunk)}
+    assert results == {
+        "c1": {"error": True, "message": "tool 'sleepy' timed out after 0.01 s"},
+        "c2": "woke",
+        "c3": "woke",
+    }
 
 
 def test_a_sync_tool_can_see_that_its_call_is_over() -> None:

@@ -7,6 +7,7 @@ Each stops the upstream stream and the running tools and ends the run with ``don
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import pytest
 import streamfsm as sf
 from streamfsm import ErrorCode
 
-from .agent_support import Fail, Hang, Turn, answer, calls, collect, kinds, make_loop, run, wire
+from .agent_support import Fail, Hang, Turn, answer, calls, kinds, make_loop, run, wire
 
 E = ErrorCode
 
@@ -40,6 +41,18 @@ async def consume(agent_run: sf.AgentRun, on_chunk: Callable[[Any], Any] | None 
     return out
 
 
+def run_clean(agent_run: sf.AgentRun, on_chunk: Callable[[Any], Any] | None = None) -> list[Any]:
+    """Run to the end (every chunk validated, ``on_chunk`` called on each), then check no task is left behind."""
+
+    async def main() -> list[Any]:
+        out = await consume(agent_run, on_chunk)
+        await no_task_left()
+        return out
+
+    out: list[Any] = run(main())
+    return out
+
+
 # -- the abort signal ----------------------------------------------------------------------------
 
 
@@ -47,13 +60,7 @@ def test_abort_mid_stream_cancels_the_upstream_and_ends_with_cancel() -> None:
     controller = sf.AbortController()
     loop, adapter, _ = make_loop([Hang(before=Turn().text("Hello").chunks[:2])])
     agent_run = loop.run("hi", signal=controller.signal)
-
-    async def main() -> list[Any]:
-        out = await consume(agent_run, lambda c: controller.abort("user pressed stop"))
-        await no_task_left()
-        return out
-
-    out = run(main())
+    out = run_clean(agent_run, lambda c: controller.abort("user pressed stop"))
     assert wire(out) == [{"type": "text", "content": "Hello"}, {"type": "done", "reason": "cancel"}]
     assert agent_run.error is not None and agent_run.error.code is E.ABORTED
     assert "user pressed stop" in agent_run.error.message
@@ -74,7 +81,7 @@ def test_abort_from_another_thread() -> None:
         thread.start()
         thread.join()
 
-    out = run(consume(agent_run, abort_elsewhere))
+    out = run_clean(agent_run, abort_elsewhere)
     assert kinds(out) == ["text", "done"] and out[-1].reason == "cancel"
     assert adapter.closed == 1
 
@@ -84,7 +91,7 @@ def test_an_aborted_signal_stops_the_run_before_any_request() -> None:
     controller.abort("never mind")
     loop, adapter, _ = make_loop([answer("never")])
     agent_run = loop.run("hi", signal=controller.signal)
-    assert wire(run(collect(agent_run))) == [{"type": "done", "reason": "cancel"}]
+    assert wire(run_clean(agent_run)) == [{"type": "done", "reason": "cancel"}]
     assert adapter.requests == [] and agent_run.error is not None and agent_run.error.code is E.ABORTED
 
 
@@ -107,13 +114,7 @@ def test_abort_mid_tool_cancels_running_tools_and_answers_their_calls() -> None:
 
     loop, adapter, _ = make_loop([calls(("c1", "quick", {}), ("c2", "forever", {})), answer("never")], [quick, forever])
     agent_run = loop.run("hi", signal=controller.signal)
-
-    async def main() -> list[Any]:
-        out = await consume(agent_run)
-        await no_task_left()
-        return out
-
-    out = run(main())
+    out = run_clean(agent_run)
     assert kinds(out) == ["tool_call", "tool_call", "tool_result", "tool_result", "done"]
     results = {c.tool_call_id: c for c in out if isinstance(c, sf.ToolResultChunk)}
     assert results["c1"].result == "quick result" and not results["c1"].is_error
@@ -141,7 +142,7 @@ def test_abort_mid_sync_tool_tells_its_thread() -> None:
 
     loop, _, _ = make_loop([calls(("c1", "polling", {}))], [polling])
     agent_run = loop.run("hi", signal=controller.signal)
-    out = run(collect(agent_run))
+    out = run_clean(agent_run)
     assert kinds(out) == ["tool_call", "tool_result", "done"] and out[-1].reason == "cancel"
     assert out[1].result["message"] == "cancelled: aborted: stop now"
     assert noticed.wait(2) and reasons == ["the tool call was cancelled"]
@@ -175,11 +176,40 @@ def test_abort_during_the_back_off_sleep() -> None:
     assert len(adapter.requests) == 1
 
 
+def test_the_options_templates_signal_is_the_runs_by_default() -> None:
+    controller = sf.AbortController()
+    loop, adapter, _ = make_loop(
+        [Hang(before=Turn().text("Hello").chunks[:2])],
+        model=None,
+        options=sf.GenerateOptions(model="m", signal=controller.signal),
+    )
+    out = run_clean(loop.run("hi"), lambda c: controller.abort("from the template"))
+    assert kinds(out) == ["text", "done"] and out[-1].reason == "cancel"
+    assert adapter.cancelled == 1
+
+
+def test_a_stop_drops_what_the_failed_adapter_raised_without_asyncio_logging_it() -> None:
+    # The adapter has failed by the time the consumer, given the text, aborts: the error is moot, never logged.
+    controller = sf.AbortController()
+    loop, _, _ = make_loop([Fail(sf.LlmError("busy", E.RATE_LIMIT), after=Turn().text("Hello").chunks[:2])])
+    reported: list[str] = []
+
+    async def main() -> list[Any]:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context["message"]))
+        out = await consume(loop.run("hi", signal=controller.signal), lambda c: controller.abort())
+        gc.collect()  # a task that failed unread is reported when it is collected
+        await no_task_left()
+        return out
+
+    assert kinds(run(main())) == ["text", "done"]
+    assert reported == []
+
+
 def test_abort_after_the_run_is_over_changes_nothing() -> None:
     controller = sf.AbortController()
     loop, _, _ = make_loop([answer("hi")])
     agent_run = loop.run("hi", signal=controller.signal)
-    run(collect(agent_run))
+    run_clean(agent_run)
     controller.abort()
     assert agent_run.done is not None and agent_run.done.reason == "stop" and agent_run.error is None
 
@@ -261,7 +291,7 @@ def test_leaving_early_closes_the_upstream(how: str) -> None:
 
     run(main())
     assert adapter.cancelled == 1 and adapter.closed == 1
-    assert [c.type for c in hooked] == ["text", "done"]
+    assert [c.type for c in sf.validate_flat(hooked)] == ["text", "done"]
 
 
 # -- timeouts --------------------------------------------------------------------------------------
@@ -270,13 +300,7 @@ def test_leaving_early_closes_the_upstream(how: str) -> None:
 def test_a_turn_timeout_stops_a_response_that_hangs() -> None:
     loop, adapter, _ = make_loop([Hang(before=Turn().text("Hel").chunks[:2])], limits=sf.AgentLimits(turn_timeout=0.02))
     agent_run = loop.run("hi")
-
-    async def main() -> list[Any]:
-        out = await collect(agent_run)
-        await no_task_left()
-        return out
-
-    out = run(main())
+    out = run_clean(agent_run)
     assert kinds(out) == ["text", "done"] and out[-1].reason == "cancel"
     assert agent_run.error is not None and agent_run.error.code is E.TIMEOUT
     assert agent_run.error.message == "turn 1 timed out after 0.02 s"
@@ -291,8 +315,24 @@ def test_the_turn_timeout_covers_each_turn_afresh() -> None:
     loop, _, _ = make_loop(
         [calls(("c1", "quick", {})), answer("ok")], [quick], limits=sf.AgentLimits(turn_timeout=0.02)
     )
-    out = run(collect(loop.run("hi")))
+    out = run_clean(loop.run("hi"))
     assert out[-1].reason == "stop"
+
+
+def test_the_turn_timeout_covers_the_back_off() -> None:
+    loop, adapter, _ = make_loop(
+        [Fail(sf.LlmError("busy", E.RATE_LIMIT)), answer("never")], limits=sf.AgentLimits(turn_timeout=0.02)
+    )
+
+    async def long_sleep(seconds: float) -> None:
+        await asyncio.Event().wait()
+
+    loop.sleep = long_sleep
+    agent_run = loop.run("hi")
+    out = run_clean(agent_run)
+    assert kinds(out) == ["error", "done"] and out[0].recoverable and out[-1].reason == "cancel"
+    assert agent_run.error is not None and agent_run.error.message == "turn 1 timed out after 0.02 s"
+    assert len(adapter.requests) == 1
 
 
 def test_a_run_timeout_stops_a_slow_tool() -> None:
@@ -306,7 +346,7 @@ def test_a_run_timeout_stops_a_slow_tool() -> None:
         limits=sf.AgentLimits(run_timeout=0.02, tool_timeout=None),
     )
     agent_run = loop.run("hi")
-    out = run(collect(agent_run))
+    out = run_clean(agent_run)
     assert kinds(out) == ["tool_call", "tool_result", "done"]
     assert out[1].result["message"] == "cancelled: the run timed out after 0.02 s"
     assert agent_run.error is not None and agent_run.error.code is E.TIMEOUT
@@ -320,13 +360,7 @@ def test_a_text_budget_cuts_the_text_at_the_limit_and_stops() -> None:
         [Hang(before=Turn().text("Hello", ", ", "world").chunks[:4])], limits=sf.AgentLimits(max_text_chars=8)
     )
     agent_run = loop.run("hi")
-
-    async def main() -> list[Any]:
-        out = await collect(agent_run)
-        await no_task_left()
-        return out
-
-    out = run(main())
+    out = run_clean(agent_run)
     assert wire(out) == [
         {"type": "text", "content": "Hello"},
         {"type": "text", "content": ", "},
@@ -346,7 +380,7 @@ def test_the_text_budget_counts_the_whole_run(limit: int, stops: bool) -> None:
         [calls(("c1", "f", {}), text="first:"), answer("second:")], [f], limits=sf.AgentLimits(max_text_chars=limit)
     )
     agent_run = loop.run("hi")
-    out = run(collect(agent_run))
+    out = run_clean(agent_run)
     assert "".join(c.content for c in out if isinstance(c, sf.TextChunk)) == "first:second:"[:limit]
     assert out[-1].reason == ("cancel" if stops else "stop")
 
@@ -364,7 +398,7 @@ def test_an_output_token_budget_stops_after_the_response_that_passes_it() -> Non
         limits=sf.AgentLimits(max_output_tokens=40),
     )
     agent_run = loop.run("hi")
-    out = run(collect(agent_run))
+    out = run_clean(agent_run)
     assert kinds(out) == ["tool_call", "tool_result", "done"]
     assert out[1].is_error and out[1].result["message"] == "not run: the run used 50 output tokens; its budget is 40"
     assert out[-1].reason == "cancel" and out[-1].usage is not None and out[-1].usage.completion_tokens == 50

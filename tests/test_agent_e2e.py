@@ -14,7 +14,7 @@ import pytest
 
 import streamfsm as sf
 
-from .agent_support import FakeClock, collect, kinds, run, wire
+from .agent_support import SEED_READS, FakeClock, collect, kinds, run, wire
 from .sse_server import SSE, Reply, SSEServer, openai_events
 
 
@@ -83,34 +83,7 @@ def test_two_parallel_file_reads_a_rate_limit_and_the_answer_over_http(server: S
     assert wire(out) == [
         {"type": "text", "content": "2つのファイルを"},
         {"type": "text", "content": "確認します"},
-        {
-            "type": "tool_call",
-            "id": "call_1",
-            "name": "file_edit",
-            "arguments": '{"action": "read", "path": "src/index.ts"}',
-            "index": 0,
-        },
-        {
-            "type": "tool_call",
-            "id": "call_2",
-            "name": "file_edit",
-            "arguments": '{"action": "read", "path": "src/app.ts"}',
-            "index": 1,
-        },
-        {
-            "type": "tool_result",
-            "id": "result_1",
-            "toolCallId": "call_1",
-            "result": {"content": "export const name = 'src/index.ts'"},
-            "isError": False,
-        },
-        {
-            "type": "tool_result",
-            "id": "result_2",
-            "toolCallId": "call_2",
-            "result": {"content": "export const name = 'src/app.ts'"},
-            "isError": False,
-        },
+        *SEED_READS,
         {
             "type": "error",
             "error": {
@@ -157,11 +130,13 @@ def test_an_abort_tears_a_live_http_response_down(server: SSEServer) -> None:
     async def main() -> tuple[list[Any], float]:
         out = []
         aborted_at = 0.0
+        validator = sf.FlatValidator()
         async for chunk in agent_run:
-            out.append(chunk)
+            out.append(validator.feed(chunk))
             if len(out) == 2:
                 aborted_at = time.monotonic()
                 controller.abort("enough")
+        validator.close()
         return out, time.monotonic() - aborted_at
 
     out, took = run(main())

@@ -119,6 +119,15 @@ def test_metrics_per_turn_and_per_run() -> None:
     assert agent_run.done is not None and agent_run.done.usage == total.token_usage
 
 
+def test_the_run_starts_when_its_first_chunk_is_asked_for() -> None:
+    response: list[Any] = [Tick(0.5), *answer("hi")]
+    loop, _, clock = make_loop([response])
+    agent_run = loop.run("go")
+    clock.now += 60  # made, then left waiting: not part of the run
+    run(collect(agent_run))
+    assert (agent_run.metrics.ttfb, agent_run.metrics.total_duration) == (0.5, 0.5)
+
+
 def test_metrics_of_a_run_that_got_nothing() -> None:
     loop, _, _ = make_loop([Fail(sf.LlmError("no", E.AUTH))])
     agent_run = loop.run("go")

@@ -35,6 +35,7 @@ def test_backoff_is_exponential_and_capped(policy: sf.RetryPolicy, delays: list[
 
 def test_backoff_does_not_overflow() -> None:
     assert sf.RetryPolicy(max_retries=100_000).backoff_ms(100_000) == 30_000
+    assert sf.RetryPolicy(max_retries=100_000, delay_ms=0).backoff_ms(100_000) == 0
 
 
 RATE_LIMIT = sf.LlmError("Rate limit exceeded", E.RATE_LIMIT, status=429)
@@ -189,6 +190,21 @@ def test_retryable_codes_are_configurable() -> None:
     assert kinds(out) == ["error", "text", "done"] and out[0].error.code is E.BLOCK_NOT_OPEN
 
 
+def test_a_back_off_sleep_that_fails_fails_the_run() -> None:
+    loop, adapter, _ = make_loop([Fail(RATE_LIMIT), answer("never")])
+
+    async def broken_sleep(seconds: float) -> None:
+        raise RuntimeError("no timer")
+
+    loop.sleep = broken_sleep
+    agent_run = loop.run("hi")
+    with pytest.raises(RuntimeError, match="no timer"):
+        run(collect(agent_run))
+    assert len(adapter.requests) == 1  # not retried unslept
+    assert agent_run.done is not None and agent_run.done.reason == "cancel"
+    assert agent_run.error is not None and agent_run.error.code is E.UNKNOWN
+
+
 def test_no_retries() -> None:
     loop, _, _ = make_loop([Fail(RATE_LIMIT)], retry=sf.RetryPolicy(max_retries=0))
     out = run(collect(loop.run("hi")))
@@ -207,6 +223,17 @@ def test_an_exception_that_is_not_an_llm_error_becomes_unknown_with_its_cause() 
     err = out[1].error
     assert err.code is E.UNKNOWN and err.__cause__ is boom and "socket on fire" in err.message
     assert not out[1].recoverable and agent_run.error is err
+
+
+def test_an_adapter_that_raises_cancelled_error_of_its_own_ends_the_run_as_aborted() -> None:
+    # Nobody cancelled the run: its consumer is not cancelled, and the run ends as an adapter abort does.
+    loop, adapter, _ = make_loop([Fail(asyncio.CancelledError(), after=Turn().text("hi").chunks[:2])])
+    agent_run = loop.run("hi")
+    out = run(collect(agent_run))
+    assert kinds(out) == ["text", "done"] and out[-1].reason == "cancel"
+    assert agent_run.error is not None and agent_run.error.code is E.ABORTED
+    assert agent_run.error.message == "ScriptedAdapter was cancelled"
+    assert adapter.closed == 1
 
 
 def test_an_exception_before_the_stream_starts_becomes_unknown_too() -> None:

@@ -87,9 +87,17 @@ class AbortSignal:
             listeners, self._listeners = self._listeners, []
             waiters = list(self._waiters)
         for loop, future in waiters:
-            loop.call_soon_threadsafe(_resolve, future)
+            with contextlib.suppress(RuntimeError):  # its loop was closed under it: nobody is waiting any more
+                loop.call_soon_threadsafe(_resolve, future)
+        # Every listener hears of it, even when one fails; the first failure is raised afterwards.
+        failures: list[Exception] = []
         for listener in listeners:
-            listener()
+            try:
+                listener()
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
         return True
 
     def __repr__(self) -> str:
@@ -109,7 +117,10 @@ class AbortController:
         self.signal = AbortSignal()
 
     def abort(self, reason: str = "aborted by the caller") -> bool:
-        """Abort the signal; returns False if it was already aborted (the first reason is kept)."""
+        """Abort the signal; returns False if it was already aborted (the first reason is kept).
+
+        Every listener is called; if any raised, the first exception is raised once all have run.
+        """
         return self.signal._abort(reason or "aborted by the caller")
 
 

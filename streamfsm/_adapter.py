@@ -9,9 +9,10 @@ broken adapter is caught at the chunk where it broke.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -22,12 +23,18 @@ from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, WireModel
 from ._wire import StreamChunk
 
+if TYPE_CHECKING:
+    import httpx
+
+    from ._convert import Converter
+
 __all__ = [
     "APP_IDENTITY",
     "OPTIONAL_FIELDS",
     "AppIdentity",
     "AssistantMessage",
     "GenerateOptions",
+    "HttpAdapter",
     "LlmAdapter",
     "Message",
     "ModelInfo",
@@ -324,13 +331,15 @@ class LlmAdapter(abc.ABC):
         """Stream one response, checked: :meth:`prepare`, then :meth:`stream` through the machine.
 
         Each chunk is yielded once the machine accepted it; a broken adapter raises the protocol's
-        :class:`LlmError` at the chunk where it broke. An exception that is not an ``LlmError`` becomes
-        ``LlmError(UNKNOWN)`` with the original as ``__cause__``. ``policy=None`` skips the machine.
+        :class:`LlmError` at the chunk where it broke. An exception from the adapter (its :meth:`resolve_model`
+        included) that is not an ``LlmError`` becomes ``LlmError(UNKNOWN)`` with the original as ``__cause__``.
+        ``policy=None`` skips the machine.
         """
-        prepared = await self.prepare(options)
-        chunks = self.stream(prepared)
-        source = chunks if policy is None else avalidate(chunks, policy=policy, limits=limits)
+        source: AsyncIterator[StreamChunk] | None = None
         try:
+            prepared = await self.prepare(options)
+            chunks = self.stream(prepared)
+            source = chunks if policy is None else avalidate(chunks, policy=policy, limits=limits)
             async for chunk in source:
                 yield chunk
         except LlmError:
@@ -338,7 +347,8 @@ class LlmAdapter(abc.ABC):
         except Exception as exc:
             raise LlmError(f"{type(self).__name__} failed: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN) from exc
         finally:
-            await _aclose(source)
+            if source is not None:
+                await _aclose(source)
 
 
 async def _aclose(iterator: AsyncIterator[Any]) -> None:
@@ -347,17 +357,91 @@ async def _aclose(iterator: AsyncIterator[Any]) -> None:
         await aclose()
 
 
-def to_mapping(value: object) -> Mapping[str, Any] | None:
-    """A provider event as a dict: dicts as they are, SDK objects (pydantic models) dumped; else None."""
-    if isinstance(value, Mapping):
-        return value
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        dumped = to_dict()
-        return dumped if isinstance(dumped, Mapping) else None
-    model_dump = getattr(value, "model_dump", None)
-    if callable(model_dump):
-        dumped = model_dump(mode="json", by_alias=True)
-        return dumped if isinstance(dumped, Mapping) else None
-    return None
+class HttpAdapter(LlmAdapter):
+    """What the provider adapters over HTTP share: the API root, the key, the declared models, the client, headers.
 
+    ``models`` declares what the adapter knows of each model, reasoning efforts included; a model it does not
+    list has no selectable effort. Pass ``client`` (an ``httpx.AsyncClient``) to reuse connections; otherwise
+    each request opens and closes its own, with ``timeout``. ``headers`` are sent with every request, last.
+    A subclass implements :meth:`stream` and says how the key is sent (:meth:`provider_headers`).
+    """
+
+    supported_options = frozenset(OPTIONAL_FIELDS) - {"session_id"}
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None,
+        provider: str,
+        models: Sequence[ModelInfo],
+        client: httpx.AsyncClient | None,
+        timeout: httpx.Timeout | float | None,
+        headers: Mapping[str, str] | None,
+        identity: AppIdentity,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.provider = provider
+        self.models = {model.id: model for model in models}
+        self.client = client
+        self.timeout = timeout
+        self.headers = dict(headers or {})
+        self.identity = identity
+
+    @property
+    def provider_info(self) -> ProviderInfo:
+        """The provider route this adapter was configured as."""
+        return ProviderInfo(id=self.provider, name=self.provider)
+
+    async def resolve_model(self, model: str) -> ModelInfo:
+        """The declared metadata of ``model``, or just its id."""
+        return self.models.get(model) or ModelInfo(provider=self.provider, id=model, name=model)
+
+    async def list_models(self) -> list[ModelInfo]:
+        """The declared models, in the order given."""
+        return list(self.models.values())
+
+    def provider_headers(self) -> dict[str, str]:
+        """The provider's own headers (how it takes the key); none by default."""
+        return {}
+
+    def request_headers(self) -> dict[str, str]:
+        """Headers of every request: JSON in, events out, attribution, the provider's, then the caller's own."""
+        return {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            **attribution_headers(self.identity),
+            **self.provider_headers(),
+            **self.headers,
+        }
+
+    async def _converted(
+        self, converter: Converter, path: str, body: Mapping[str, Any], signal: AbortSignal | None, end: str
+    ) -> AsyncIterator[StreamChunk]:
+        """POST ``body`` to ``{base_url}{path}`` and convert its events (see :func:`streamfsm._http.post_sse`).
+
+        The stream is over at ``end`` (an event's data, as OpenAI's ``[DONE]``) or once ``converter`` sent the
+        ``finish`` (at the provider's own last event); a body that ends before either is ``STREAM_CLOSED``.
+        """
+        from ._http import post_sse
+
+        events = post_sse(
+            self.client,
+            f"{self.base_url}{path}",
+            headers=self.request_headers(),
+            body=body,
+            signal=signal,
+            who=self.provider,
+            end=end,
+            timeout=self.timeout,
+        )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                chunks = converter.feed(event)
+                for chunk in chunks:
+                    yield chunk
+                if chunks and chunks[-1]["type"] == "finish":
+                    return
+        for chunk in converter.end():
+            yield chunk

@@ -17,14 +17,11 @@ from ._adapter import (
     AppIdentity,
     AssistantMessage,
     GenerateOptions,
-    LlmAdapter,
+    HttpAdapter,
     ModelInfo,
-    ProviderInfo,
     ToolResultMessage,
-    attribution_headers,
-    to_mapping,
 )
-from ._convert import ProviderBlock, classify_failure, error_detail, malformed, non_negative_int
+from ._convert import ProviderBlock, classify_failure, convert, error_detail, finish_reason, malformed, non_negative_int
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, TextBlock, ToolCallBlock
 from ._wire import StreamChunk, WireFinishReason, WireUsage
@@ -41,6 +38,19 @@ _FINISH: dict[str, WireFinishReason] = {
     "max_tokens": {"kind": "max-tokens"},
 }
 _KINDS = {"text": "text", "thinking": "reasoning", "redacted_thinking": "reasoning", "tool_use": "tool-call"}
+#: Each block kind: the delta type that carries its content, and the field the content is in.
+_DELTAS: dict[str, tuple[str, str]] = {
+    "text": ("text_delta", "text"),
+    "reasoning": ("thinking_delta", "thinking"),
+    "tool-call": ("input_json_delta", "partial_json"),
+}
+#: Message usage fields, as the protocol names them. Later events repeat them with the running totals.
+_USAGE = (
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cache_read_input_tokens", "cacheReadTokens"),
+    ("cache_creation_input_tokens", "cacheWriteTokens"),
+)
 
 
 def _str(value: object, what: str) -> str:
@@ -53,11 +63,12 @@ class AnthropicConverter:
     """Turns Messages API stream events into block-protocol chunks.
 
     ``text`` blocks become text, ``thinking`` (and ``redacted_thinking``) reasoning, ``tool_use`` with its
-    ``input_json_delta`` s a tool call (id and name on the first delta, ``{}`` when no input came). ``ping`` is
-    ignored; an ``error`` event raises its coded :class:`LlmError`. Usage (``input_tokens`` already uncached,
-    ``cache_read_input_tokens``, ``cache_creation_input_tokens``, the last ``output_tokens``) and the finish
-    are sent at ``message_stop``. A tool call cut by ``max_tokens`` never ends: it is reported as interrupted.
-    Thinking signatures and redacted data go in the finish's ``replayState`` (one entry per block), so the
+    ``input_json_delta`` s a tool call (id and name on the first delta, ``{}`` when no input came). ``ping`` and
+    event types it does not know are skipped, as the API's versioning policy asks (it may add event types
+    without a new version); an ``error`` event raises its coded :class:`LlmError`. Usage (``input_tokens``
+    already uncached, ``cache_read_input_tokens``, ``cache_creation_input_tokens``, the last ``output_tokens``)
+    and the finish are sent at ``message_stop``. A tool call cut by ``max_tokens`` never ends: it is reported as
+    interrupted. Thinking signatures and redacted data go in the finish's ``replayState`` (one entry per block), so the
     adapter can send thinking back on the next turn.
     """
 
@@ -66,7 +77,7 @@ class AnthropicConverter:
         self.open: ProviderBlock | None = None
         self.count = 0
         self.replay: list[dict[str, Any] | None] = []
-        self.usage: WireUsage | None = None
+        self.counts: dict[str, int] | None = None  # the usage fields seen so far, by the protocol's names
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
         self.message: dict[str, Any] = {}
@@ -102,34 +113,42 @@ class AnthropicConverter:
             return []
         if kind == "message_stop":
             return self.end()
-        if kind == "ping":
-            return []
         if kind == "error":
-            message, detail = error_detail(event)
-            raise LlmError(f"the provider sent an error event: {message or event}", classify_failure(None, detail))
-        raise malformed(f"unknown event type {kind!r}")
+            message, error_kind = error_detail(event)
+            raise LlmError(
+                f"the provider sent an error event: {message or event}", classify_failure(None, message, error_kind)
+            )
+        return []  # ping, or an event type added since
 
     def _usage(self, usage: object) -> None:
         if usage is None:
             return
         if not isinstance(usage, Mapping):
             raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
-        previous = self.usage or {"inputTokens": 0, "outputTokens": 0}
-        merged: WireUsage = dict(previous)  # type: ignore[assignment]
-        for field, key in (
-            ("input_tokens", "inputTokens"),
-            ("output_tokens", "outputTokens"),
-            ("cache_read_input_tokens", "cacheReadTokens"),
-            ("cache_creation_input_tokens", "cacheWriteTokens"),
-        ):
+        if self.counts is None:
+            self.counts = {}
+        for field, key in _USAGE:
             if usage.get(field) is not None:
-                merged[key] = non_negative_int(usage[field], field)  # type: ignore[literal-required]
-        self.usage = merged
+                self.counts[key] = non_negative_int(usage[field], field)
+
+    @property
+    def usage(self) -> WireUsage | None:
+        """The usage so far, merged over ``message_start`` and ``message_delta``; None if no event had any."""
+        counts = self.counts
+        if counts is None:
+            return None
+        usage: WireUsage = {"inputTokens": counts.get("inputTokens", 0), "outputTokens": counts.get("outputTokens", 0)}
+        if "cacheReadTokens" in counts:
+            usage["cacheReadTokens"] = counts["cacheReadTokens"]
+        if "cacheWriteTokens" in counts:
+            usage["cacheWriteTokens"] = counts["cacheWriteTokens"]
+        return usage
 
     def _block(self, event: Mapping[str, Any]) -> ProviderBlock:
-        block = self.blocks.get(event.get("index"))  # type: ignore[arg-type]
+        position = event.get("index")
+        block = self.blocks.get(position) if isinstance(position, int) else None
         if block is None:
-            raise malformed(f"{event.get('type')} for block {event.get('index')!r}, which did not start")
+            raise malformed(f"{event.get('type')} for block {position!r}, which did not start")
         return block
 
     def _start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
@@ -181,7 +200,6 @@ class AnthropicConverter:
         if not isinstance(delta, Mapping):
             raise malformed("content_block_delta without a 'delta' object")
         kind = delta.get("type")
-        expected = {"text_delta": "text", "thinking_delta": "reasoning", "input_json_delta": "tool-call"}.get(kind)  # type: ignore[arg-type]
         if kind == "signature_delta":
             entry = self.replay[block.index] or {}
             entry["signature"] = entry.get("signature", "") + _str(delta.get("signature"), "signature")
@@ -192,9 +210,9 @@ class AnthropicConverter:
             entry.setdefault("citations", []).append(delta.get("citation"))
             self.replay[block.index] = entry
             return []
-        if expected is None or expected != block.kind:
+        expected, field = _DELTAS[block.kind]
+        if kind != expected:
             raise malformed(f"delta {kind!r} for a {block.kind} block")
-        field = {"text": "text", "reasoning": "thinking", "tool-call": "partial_json"}[block.kind]
         text = _str(delta.get(field), f"{kind}.{field}")
         if not text:
             return []
@@ -205,36 +223,34 @@ class AnthropicConverter:
         block = self._block(event)
         if block.ended:
             raise malformed(f"content_block_stop for block {event.get('index')!r} twice")
-        block.ended = True
         self.open = None
-        out: list[StreamChunk] = []
-        if block.kind == "tool-call" and not any(block.parts):
-            block.parts.append("{}")
-            out.append(block.delta("{}"))
-        out.append({"type": "block-end", "index": block.index, "block": block.block()})  # type: ignore[typeddict-item]
-        return out
+        return block.close()
 
     def end(self) -> list[StreamChunk]:
         """The message is over (``message_stop``, or the end of the events): ``usage`` then ``finish``.
 
         Raises ``STREAM_CLOSED`` when no stop reason came, ``EMPTY_RESPONSE`` for an ``end_turn`` with no content.
+        After ``message_stop`` there is nothing more to end: it returns no chunks.
         """
+        if self.stopped:
+            return []
         self.stopped = True
         reason = self.stop_reason
         if reason is None:
             raise LlmError("the stream ended without a stop_reason", ErrorCode.STREAM_CLOSED)
-        finish = _FINISH.get(reason)
-        if finish is not None and finish["kind"] == "stop" and self.count == 0:
+        finish = finish_reason(reason, _FINISH, "stop_reason")
+        if finish["kind"] == "stop" and self.count == 0:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out: list[StreamChunk] = []
         cut = self.open
         if cut is not None and (cut.kind != "tool-call" or cut.arguments_complete()):
-            out.extend(self._stop({"index": next(k for k, v in self.blocks.items() if v is cut)}))
-        if self.usage is not None:
-            out.append({"type": "usage", "usage": self.usage})
-        if finish is None:
-            failure = {"message": f"the provider stopped with stop_reason {reason!r}", "code": reason.upper()}
-            out.append({"type": "finish", "reason": {"kind": "error", "failure": failure}})  # type: ignore[typeddict-item]
+            self.open = None
+            out.extend(cut.close())
+        usage = self.usage
+        if usage is not None:
+            out.append({"type": "usage", "usage": usage})
+        if finish["kind"] == "error":
+            out.append({"type": "finish", "reason": finish})
         else:
             response = {**self.message, "stopReason": reason}
             if self.stop_sequence is not None:
@@ -252,34 +268,7 @@ def from_anthropic_events(
     events: Iterable[Any] | AsyncIterable[Any],
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
     """Convert a Messages API event stream (dicts or SDK event objects, sync or async) to protocol chunks."""
-    if isinstance(events, AsyncIterable):
-        return _from_anthropic_async(events)
-    return _from_anthropic_sync(events)
-
-
-def _mapping(item: object) -> Mapping[str, Any]:
-    event = to_mapping(item)
-    if event is None:
-        raise malformed(f"an event must be an object, got {type(item).__name__}")
-    return event
-
-
-def _from_anthropic_sync(events: Iterable[Any]) -> Iterator[StreamChunk]:
-    converter = AnthropicConverter()
-    for item in events:
-        yield from converter.feed(_mapping(item))
-    if not converter.stopped:
-        yield from converter.end()
-
-
-async def _from_anthropic_async(events: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]:
-    converter = AnthropicConverter()
-    async for item in events:
-        for chunk in converter.feed(_mapping(item)):
-            yield chunk
-    if not converter.stopped:
-        for chunk in converter.end():
-            yield chunk
+    return convert(AnthropicConverter(), events, "an event")
 
 
 # --- HTTP -------------------------------------------------------------------------------------------
@@ -333,18 +322,15 @@ def anthropic_messages(options: GenerateOptions) -> list[dict[str, Any]]:
     return out
 
 
-class AnthropicAdapter(LlmAdapter):
+class AnthropicAdapter(HttpAdapter):
     """Streaming from the Anthropic Messages API (``POST {base_url}/v1/messages``).
 
     ``max_tokens`` is required by the API: when a request leaves it unset, the model's ``default_max_tokens``
-    is sent, else ``default_max_tokens`` of the adapter. Reasoning efforts are the model's opaque ids; each
-    one names a thinking budget in ``thinking_budgets`` (``off`` sends no thinking). Pass ``client`` (an
-    ``httpx.AsyncClient``) to reuse connections. Supports every option but ``session_id``.
+    is sent, else ``default_max_tokens`` of the adapter, plus the thinking budget when thinking is on (the API
+    counts thinking in ``max_tokens``). Reasoning efforts are the model's opaque ids; each one names a thinking
+    budget in ``thinking_budgets`` (``off`` sends no thinking). The other arguments are :class:`HttpAdapter`'s.
+    Supports every option but ``session_id``.
     """
-
-    supported_options = frozenset(
-        {"system", "tools", "temperature", "max_tokens", "stop", "reasoning_effort", "signal"}
-    )
 
     def __init__(
         self,
@@ -361,48 +347,36 @@ class AnthropicAdapter(LlmAdapter):
         thinking_budgets: Mapping[str, int] | None = None,
         version: str = "2023-06-01",
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.provider = provider
-        self.models = {model.id: model for model in models}
-        self.client = client
-        self.timeout = timeout
-        self.headers = dict(headers or {})
-        self.identity = identity
+        super().__init__(
+            base_url,
+            api_key=api_key,
+            provider=provider,
+            models=models,
+            client=client,
+            timeout=timeout,
+            headers=headers,
+            identity=identity,
+        )
         self.default_max_tokens = default_max_tokens
         self.thinking_budgets = dict(thinking_budgets or {"low": 1024, "medium": 4096, "high": 16384})
         self.version = version
 
-    @property
-    def provider_info(self) -> ProviderInfo:
-        """The provider route this adapter was configured as."""
-        return ProviderInfo(id=self.provider, name="Anthropic")
-
-    async def resolve_model(self, model: str) -> ModelInfo:
-        """The declared metadata of ``model``, or just its id."""
-        return self.models.get(model) or ModelInfo(provider=self.provider, id=model, name=model)
-
-    async def list_models(self) -> list[ModelInfo]:
-        """The declared models, in the order given."""
-        return list(self.models.values())
-
-    def request_headers(self) -> dict[str, str]:
-        """Headers of every request: attribution, version, the key, then the caller's own headers."""
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream",
-            "anthropic-version": self.version,
-            **attribution_headers(self.identity),
-        }
+    def provider_headers(self) -> dict[str, str]:
+        """The API version, and the key as ``x-api-key``."""
+        headers = {"anthropic-version": self.version}
         if self.api_key:
             headers["x-api-key"] = self.api_key
-        headers.update(self.headers)
         return headers
 
     def request_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body of a streamed Messages request for ``options``."""
-        declared = self.models.get(options.model)
-        max_tokens = options.max_tokens or (declared and declared.default_max_tokens) or self.default_max_tokens
+        budget = self._thinking_budget(options.reasoning_effort)
+        max_tokens = options.max_tokens
+        if max_tokens is None:
+            declared = self.models.get(options.model)
+            max_tokens = (declared and declared.default_max_tokens) or self.default_max_tokens
+            # Thinking counts against max_tokens, which the API wants above the budget: the answer gets its own.
+            max_tokens += budget or 0
         body: dict[str, Any] = {
             "model": options.model,
             "max_tokens": max_tokens,
@@ -419,53 +393,32 @@ class AnthropicAdapter(LlmAdapter):
             body["temperature"] = options.temperature
         if options.stop is not None:
             body["stop_sequences"] = list(options.stop)
-        effort = options.reasoning_effort
-        if effort is not None and effort != "off":
-            budget = self.thinking_budgets.get(effort)
-            if budget is None:
-                raise LlmError(
-                    f"{self.provider}: reasoning effort {effort!r} has no thinking budget "
-                    f"(known: {sorted(self.thinking_budgets)})",
-                    ErrorCode.UNSUPPORTED_REASONING_EFFORT,
-                )
+        if budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return body
 
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+    def _thinking_budget(self, effort: str | None) -> int | None:
+        if effort is None or effort == "off":
+            return None
+        budget = self.thinking_budgets.get(effort)
+        if budget is None:
+            raise LlmError(
+                f"{self.provider}: reasoning effort {effort!r} has no thinking budget "
+                f"(known: {sorted(self.thinking_budgets)})",
+                ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+            )
+        return budget
+
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """POST the request and convert its events (see :class:`AnthropicConverter`).
 
-        Raises :class:`LlmError`: HTTP failures by status, an ``error`` event by its type, ``MALFORMED_RESPONSE``
-        for an event that is not JSON, ``STREAM_CLOSED`` when the body ends before ``message_stop``,
-        ``TRANSPORT``/``TIMEOUT``, ``ABORTED``.
+        The options are checked at once (``UNSUPPORTED_OPTION``, ``UNSUPPORTED_REASONING_EFFORT`` for an effort
+        without a thinking budget); then the stream raises :class:`LlmError`: HTTP failures by status, an ``error``
+        event by its type, ``MALFORMED_RESPONSE`` for an event that is not a JSON object, ``STREAM_CLOSED`` when the
+        body ends before ``message_stop``, ``TRANSPORT``/``TIMEOUT``, ``ABORTED``.
         """
         self.check_options(options)
-        from ._http import ClientScope, post_sse
-
-        converter = AnthropicConverter()
-        body = self.request_body(options)
-        async with ClientScope(self.client, self.timeout) as client:
-            events = post_sse(
-                client,
-                f"{self.base_url}/v1/messages",
-                headers=self.request_headers(),
-                body=body,
-                signal=options.signal,
-                who=self.provider,
-            )
-            try:
-                async for event in events:
-                    if not event.data:
-                        continue
-                    try:
-                        parsed = orjson.loads(event.data)
-                    except orjson.JSONDecodeError as exc:
-                        raise malformed(f"{self.provider}: an event is not JSON ({exc}): {event.data[:80]!r}") from exc
-                    if not isinstance(parsed, Mapping):
-                        raise malformed(f"{self.provider}: an event is not a JSON object: {event.data[:80]!r}")
-                    for chunk in converter.feed(parsed):
-                        yield chunk
-                    if converter.stopped:
-                        return
-            finally:
-                await events.aclose()  # type: ignore[attr-defined]
-        raise LlmError(f"{self.provider}: the stream ended before message_stop", ErrorCode.STREAM_CLOSED)
+        # No event's data is "message_stop": the stream is over at that event's finish; the name is for STREAM_CLOSED.
+        return self._converted(
+            AnthropicConverter(), "/v1/messages", self.request_body(options), options.signal, "message_stop"
+        )

@@ -10,13 +10,24 @@ started, with everything they buffered as one delta, once the open block can end
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, Literal, Protocol
 
 from ._errors import ErrorCode, LlmError
-from ._wire import CallId, StreamChunk, WireUsage
+from ._wire import CallId, StreamChunk, WireBlock, WireFailure, WireFinishReason
 
-__all__ = ["BlockQueue", "ProviderBlock", "classify_failure", "malformed", "non_negative_int"]
+__all__ = [
+    "BlockQueue",
+    "Converter",
+    "ProviderBlock",
+    "as_event",
+    "classify_failure",
+    "convert",
+    "error_detail",
+    "finish_reason",
+    "malformed",
+    "non_negative_int",
+]
 
 Kind = Literal["text", "reasoning", "tool-call"]
 
@@ -26,10 +37,17 @@ def malformed(message: str) -> LlmError:
     return LlmError(message, ErrorCode.MALFORMED_RESPONSE)
 
 
+#: The largest count the protocol carries (a JSON number that is still an exact integer).
+MAX_COUNT = 2**53 - 1
+
+
 def non_negative_int(value: object, field: str) -> int:
-    """A token count: an int ≥ 0 (floats with an integral value are accepted, as some providers send them)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or int(value) != value:
-        raise malformed(f"usage field {field!r} must be a non-negative integer, got {value!r}")
+    """A token count: an int from 0 to 2^53-1 (an integral float is accepted: some providers send them)."""
+    # The range test comes first: it also refuses NaN and infinity, on which int() would raise.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_COUNT:
+        raise malformed(f"usage field {field!r} must be an integer from 0 to 2^53-1, got {value!r}")
+    if int(value) != value:
+        raise malformed(f"usage field {field!r} must be an integer, got {value!r}")
     return int(value)
 
 
@@ -98,12 +116,27 @@ class ProviderBlock:
         self.scanned, self.state, self.depth = len(parts), state, depth
         return state == 4
 
-    def block(self) -> dict[str, Any]:
-        """The complete block a ``block-end`` carries."""
+    def close(self) -> list[StreamChunk]:
+        """The chunks that end this (started) block: its ``block-end`` with the complete block.
+
+        A tool call that got no arguments first gets ``{}`` as its delta: the provider's "no arguments".
+        """
+        out: list[StreamChunk] = []
         text = "".join(self.parts)
+        block: WireBlock
         if self.kind == "tool-call":
-            return {"type": "tool-call", "id": CallId(self.call_id), "name": self.name, "arguments": text or "{}"}
-        return {"type": self.kind, "text": text}
+            if not text:
+                text = "{}"
+                self.parts.append(text)
+                out.append(self.delta(text))
+            block = {"type": "tool-call", "id": CallId(self.call_id), "name": self.name, "arguments": text}
+        elif self.kind == "text":
+            block = {"type": "text", "text": text}
+        else:
+            block = {"type": "reasoning", "text": text}
+        self.ended = True
+        out.append({"type": "block-end", "index": self.index, "block": block})
+        return out
 
 
 class BlockQueue:
@@ -155,7 +188,7 @@ class BlockQueue:
                 return
             if head.kind == "tool-call" and not head.arguments_complete():
                 return
-            self._end(blocks.pop(0))
+            self.out.extend(blocks.pop(0).close())
 
     def _start(self, block: ProviderBlock) -> None:
         block.index = self.next_index
@@ -170,27 +203,19 @@ class BlockQueue:
         elif held:
             out.append(block.delta(held))
 
-    def _end(self, block: ProviderBlock) -> None:
-        if block.kind == "tool-call" and not any(block.parts):
-            self.out.append(block.delta("{}"))
-            block.parts.append("{}")
-        block.ended = True
-        self.out.append({"type": "block-end", "index": block.index, "block": block.block()})  # type: ignore[typeddict-item]
-
     def close_all(self, *, keep_cut_calls: bool) -> None:
         """End every block (starting held ones). With ``keep_cut_calls``, a tool call whose arguments are
-        cut off is left open: the response was cut (``max-tokens``, an error) and the call is interrupted."""
+        not complete (none came, or they were cut off) is left open: the response was cut (``max-tokens``, an
+        error) and the call is interrupted, not a call to run."""
         while self.blocks:
             head = self.blocks[0]
             if not head.started:
                 self._start(head)
-            if keep_cut_calls and head.kind == "tool-call" and any(head.parts) and not head.arguments_complete():
+            if keep_cut_calls and head.kind == "tool-call" and not head.arguments_complete():
                 # Blocks after it cannot start under STRICT while it stays open; they were cut as well.
                 self.blocks.clear()
                 return
-            self._end(self.blocks.pop(0))
-            if not self.blocks:
-                return
+            self.out.extend(self.blocks.pop(0).close())
 
     def take(self) -> list[StreamChunk]:
         """The chunks produced since the last call."""
@@ -198,9 +223,75 @@ class BlockQueue:
         return out
 
 
+def finish_reason(reason: str, known: Mapping[str, WireFinishReason], field: str) -> WireFinishReason:
+    """The protocol's finish for a provider's stop reason: ``known`` mapped, anything else an ``error`` whose code
+    is the reason upper-cased (``content_filter`` → ``CONTENT_FILTER``)."""
+    finish = known.get(reason)
+    if finish is None:
+        failure: WireFailure = {"message": f"the provider stopped with {field} {reason!r}", "code": reason.upper()}
+        finish = {"kind": "error", "failure": failure}
+    return finish
+
+
+# --- Driving a converter ------------------------------------------------------------------------------
+
+
+class Converter(Protocol):
+    """What :func:`convert` drives: a sans-IO converter fed one provider event at a time."""
+
+    def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
+        """The protocol chunks one event completes."""
+        ...
+
+    def end(self) -> list[StreamChunk]:
+        """The input is over: the chunks that end the stream."""
+        ...
+
+
+def as_event(value: object, what: str) -> Mapping[str, Any]:
+    """A provider event as a mapping: dicts as they are, SDK objects (pydantic models) dumped."""
+    if isinstance(value, Mapping):
+        return value
+    # The openai and anthropic SDKs' to_dict() gives the API's own names and leaves out what the provider did not send.
+    to_dict = getattr(value, "to_dict", None)
+    model_dump = getattr(value, "model_dump", None)
+    dumped: object = None
+    if callable(to_dict):
+        dumped = to_dict()
+    elif callable(model_dump):
+        dumped = model_dump(mode="json", by_alias=True)
+    if isinstance(dumped, Mapping):
+        return dumped
+    raise malformed(f"{what} must be an object, got {type(value).__name__}")
+
+
+def convert(
+    converter: Converter, events: Iterable[Any] | AsyncIterable[Any], what: str
+) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
+    """Drive ``converter`` over ``events`` (sync or async, dicts or SDK objects): the same kind of iterator back."""
+    if isinstance(events, AsyncIterable):
+        return _convert_async(converter, events, what)
+    return _convert_sync(converter, events, what)
+
+
+def _convert_sync(converter: Converter, events: Iterable[Any], what: str) -> Iterator[StreamChunk]:
+    for event in events:
+        yield from converter.feed(as_event(event, what))
+    yield from converter.end()
+
+
+async def _convert_async(converter: Converter, events: AsyncIterable[Any], what: str) -> AsyncIterator[StreamChunk]:
+    async for event in events:
+        for chunk in converter.feed(as_event(event, what)):
+            yield chunk
+    for chunk in converter.end():
+        yield chunk
+
+
 # --- Failures ---------------------------------------------------------------------------------------
 
-# The provider wordings DeepSeek Harness (dsh-llm 0.1.1) recognises as a context overflow and as an exhausted quota.
+# The provider wordings DeepSeek Harness (dsh-llm 0.1.1) recognises as a context overflow and as an exhausted quota,
+# each followed by Anthropic's own wording, which those do not match.
 _CONTEXT = (
     re.compile(
         r"(?:^|[^a-z0-9])context[\s_-](?:length|window)[\s_-](?:exceed(?:ed|s)?|overflow(?:ed)?|limit[\s_-]exceeded)"
@@ -219,6 +310,7 @@ _CONTEXT = (
         r"\b(?:the\s+)?(?:model(?:'s)?\s+)?context(?:\s+(?:length|window))?\b",
         re.I,
     ),
+    re.compile(r"\bprompt is too long: \d+ tokens > \d+ maximum\b", re.I),
 )
 _QUOTA = (
     re.compile(r"\binsufficient[\s_-]+(?:quota|balance|credits?)\b", re.I),
@@ -226,31 +318,44 @@ _QUOTA = (
     re.compile(r"\bexceed(?:ed|s)?[\s_-]+(?:(?:your|the)[\s_-]+)?(?:current[\s_-]+)?quota\b", re.I),
     re.compile(r"\b(?:balance|credits?)[\s_-]+(?:exhausted|depleted)\b", re.I),
     re.compile(r"\bout[\s_-]+of[\s_-]+(?:credits?|budget)\b", re.I),
+    re.compile(r"\bcredit balance is too low\b", re.I),
 )
 
 
-def classify_failure(status: int | None, detail: str) -> ErrorCode:
-    """The code of a provider failure, from its HTTP status and its error text (code, type and message).
+# An error sent inside a stream has no status: its type (or code) says what it is, in these words.
+_STREAM_KINDS = (
+    ("rate_limit", ErrorCode.RATE_LIMIT),
+    ("overloaded", ErrorCode.SERVER),
+    ("server", ErrorCode.SERVER),
+    ("api_error", ErrorCode.SERVER),
+    ("authentication", ErrorCode.AUTH),
+    ("permission", ErrorCode.AUTH),
+    ("invalid_request", ErrorCode.INVALID_REQUEST),
+    ("not_found", ErrorCode.INVALID_REQUEST),
+    ("too_large", ErrorCode.INVALID_REQUEST),
+)
+
+
+def _stream_kind(text: str) -> ErrorCode | None:
+    words = re.sub(r"[\s-]+", "_", text.lower())
+    return next((code for word, code in _STREAM_KINDS if word in words), None)
+
+
+def classify_failure(status: int | None, message: str, kind: str = "") -> ErrorCode:
+    """The code of a provider failure, from its HTTP status, its message and its kind (error code and type).
 
     The wording wins where it is specific (a context overflow or an exhausted quota is reported as 400 or
     429 by different providers); otherwise the status decides (SPEC §3). ``status=None`` is an error the
-    provider sent inside a stream.
+    provider sent inside a stream: its kind decides, and only when that names nothing known, the words of its
+    message (so an ``invalid_request_error`` whose message mentions a server is not a server failure).
     """
+    detail = f"{kind} {message}"
     if any(pattern.search(detail) for pattern in _CONTEXT):
         return ErrorCode.CONTEXT_WINDOW_EXCEEDED
     if status == 402 or any(pattern.search(detail) for pattern in _QUOTA):
         return ErrorCode.QUOTA
     if status is None:
-        lowered = detail.lower()
-        if "rate_limit" in lowered or "rate limit" in lowered:
-            return ErrorCode.RATE_LIMIT
-        if "overloaded" in lowered or "server" in lowered or "api_error" in lowered:
-            return ErrorCode.SERVER
-        if "authentication" in lowered or "permission" in lowered:
-            return ErrorCode.AUTH
-        if "invalid_request" in lowered or "not_found" in lowered or "too_large" in lowered:
-            return ErrorCode.INVALID_REQUEST
-        return ErrorCode.PROVIDER_HTTP_ERROR
+        return _stream_kind(kind) or _stream_kind(message) or ErrorCode.PROVIDER_HTTP_ERROR
     if status in (401, 403):
         return ErrorCode.AUTH
     if status == 429:
@@ -263,18 +368,14 @@ def classify_failure(status: int | None, detail: str) -> ErrorCode:
 
 
 def error_detail(body: object) -> tuple[str, str]:
-    """(message, everything searchable) of a provider error body: ``{"error": {...}}`` or ``{"message": ...}``."""
+    """(message, kind) of a provider error body — ``{"error": {...}}``, ``{"message": ...}`` or ``{"error": "..."}``;
+    the kind is its ``code`` and ``type``, as far as it has them."""
     if isinstance(body, Mapping):
         error = body.get("error", body)
         if isinstance(error, Mapping):
             message = str(error.get("message") or error.get("msg") or "")
-            parts = [str(error.get(key) or "") for key in ("code", "type", "message")]
-            return message, " ".join(part for part in parts if part)
+            kind = " ".join(str(error[key]) for key in ("code", "type") if error.get(key))
+            return message, kind
         if isinstance(error, str):
-            return error, error
+            return error, ""
     return "", ""
-
-
-def usage_chunk(usage: WireUsage) -> StreamChunk:
-    """The ``usage`` chunk of a provider's counts."""
-    return {"type": "usage", "usage": usage}

@@ -7,9 +7,12 @@ server-sent events and maps what goes wrong to the codes of SPEC §3.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import datetime
 import email.utils
+import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -17,10 +20,10 @@ import orjson
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from ._abort import AbortSignal
-from ._convert import classify_failure, error_detail
+from ._convert import MAX_COUNT, classify_failure, error_detail
 from ._errors import ErrorCode, LlmError
 
-__all__ = ["DEFAULT_TIMEOUT", "ClientScope", "post_sse", "read_sse", "request_json", "retry_after_ms"]
+__all__ = ["DEFAULT_TIMEOUT", "post_sse", "read_sse", "request_json", "retry_after_ms"]
 
 T = TypeVar("T")
 
@@ -29,29 +32,37 @@ DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 
 
 def retry_after_ms(headers: httpx.Headers) -> int | None:
-    """The delay a provider asks for: ``retry-after-ms``, or ``retry-after`` in seconds or as an HTTP date."""
+    """The delay a provider asks for: ``retry-after-ms``, or ``retry-after`` in seconds or as an HTTP date.
+
+    A value that is no delay (negative, not a number) is ignored; one past the protocol's integers is capped.
+    """
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
-        try:
-            value = float(raw_ms)
-        except ValueError:
-            value = -1.0
-        if value >= 0 and value == value and value != float("inf"):
-            return int(value)
+        delay = _number(raw_ms)
+        if delay is not None:
+            return min(int(delay), MAX_COUNT)
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    try:
-        seconds = float(raw)
-    except ValueError:
+    seconds = _number(raw)
+    if seconds is None:
         try:
             when = email.utils.parsedate_to_datetime(raw)
         except (TypeError, ValueError):
             return None
-        seconds = when.timestamp() - time.time()
-    if seconds != seconds or seconds == float("inf"):
+        if when.tzinfo is None:  # "-0000": UTC, the sender's own zone unknown (RFC 5322 §3.3)
+            when = when.replace(tzinfo=datetime.UTC)
+        seconds = max(0.0, when.timestamp() - time.time())
+    return min(int(seconds * 1000), MAX_COUNT)
+
+
+def _number(text: str) -> float | None:
+    """A finite number ≥ 0, or None."""
+    try:
+        value = float(text)
+    except ValueError:
         return None
-    return max(0, int(seconds * 1000))
+    return value if 0 <= value < math.inf else None  # NaN fails both tests
 
 
 def request_id(headers: httpx.Headers) -> str | None:
@@ -65,10 +76,10 @@ def _http_error(response: httpx.Response, body: bytes, who: str) -> LlmError:
         parsed: object = orjson.loads(body)
     except orjson.JSONDecodeError:
         parsed = None
-    message, detail = error_detail(parsed)
+    message, kind = error_detail(parsed)
     if not message:
         message = body.decode("utf-8", "replace").strip()[:500] or response.reason_phrase
-    code = classify_failure(response.status_code, detail or message)
+    code = classify_failure(response.status_code, message, kind)
     return LlmError(
         f"{who}: HTTP {response.status_code}: {message}",
         code,
@@ -107,7 +118,9 @@ class _Guard:
         self.remove: Callable[[], None] = _nothing if signal is None else signal.add_listener(self._listener)
 
     def _listener(self) -> None:
-        self.loop.call_soon_threadsafe(self._abort)
+        # A request whose event loop is gone has nothing left to tear down; abort() must not fail for it.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._abort)
 
     def _abort(self) -> None:
         self.fired = True
@@ -137,59 +150,83 @@ class _Guard:
 
 
 async def post_sse(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient | None,
     url: str,
     *,
     headers: Mapping[str, str],
     body: Mapping[str, Any],
     signal: AbortSignal | None,
     who: str,
-) -> AsyncIterator[ServerSentEvent]:
-    """POST ``body`` as JSON and yield the response's server-sent events.
+    end: str,
+    timeout: httpx.Timeout | float | None = None,
+) -> AsyncGenerator[Mapping[str, Any], None]:
+    """POST ``body`` as JSON and yield the data of each server-sent event: a JSON object.
+
+    The stream ends at the event whose data is ``end`` (OpenAI's ``[DONE]``); a body that ends before it raises
+    ``STREAM_CLOSED``, so a provider whose last event is an object of its own stops iterating there. Without a
+    ``client``, one is opened (with ``timeout``, else :data:`DEFAULT_TIMEOUT`) and closed at the end.
 
     Raises :class:`LlmError`: the status codes of SPEC §3 (with ``status``, ``retry_after_ms``, ``request_id``),
-    ``MALFORMED_RESPONSE`` for a success that is not an event stream, ``TRANSPORT``/``TIMEOUT`` for the
-    connection, ``ABORTED`` when ``signal`` aborts. The response is closed however the iteration ends.
+    ``MALFORMED_RESPONSE`` for a success that is not an event stream or an event that is not a JSON object,
+    ``TRANSPORT``/``TIMEOUT`` for the connection, ``ABORTED`` when ``signal`` aborts. The response is closed
+    however the iteration ends.
     """
     guard = _Guard(signal)
     response: httpx.Response | None = None
+    async with _client(client, timeout) as http:
+        try:
+            request = http.build_request("POST", url, headers=dict(headers), content=orjson.dumps(body))
+            response = await guard.run(http.send(request, stream=True))
+            guard.response = response
+            if response.status_code >= 300:
+                raise _http_error(response, await guard.run(response.aread()), who)
+            events = EventSource(response).aiter_sse()
+            while True:
+                event: ServerSentEvent | None = await guard.run(anext(events, None))
+                if event is None:
+                    raise LlmError(f"{who}: the stream ended without {end}", ErrorCode.STREAM_CLOSED)
+                if event.data == end:
+                    return
+                if event.data:
+                    yield _json_object(event.data, who)
+        except SSEError as exc:  # a subclass of httpx.TransportError: first
+            raise LlmError(f"{who}: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, who) from exc
+        finally:
+            guard.remove()
+            guard.response = None  # an abort that comes now has nothing to close
+            if response is not None:
+                await response.aclose()
+            if guard.closing is not None:
+                await guard.closing
+
+
+def _json_object(data: str, who: str) -> Mapping[str, Any]:
     try:
-        request = client.build_request("POST", url, headers=dict(headers), content=orjson.dumps(body))
-        response = await guard.run(client.send(request, stream=True))
-        guard.response = response
-        if response.status_code >= 300:
-            raise _http_error(response, await guard.run(response.aread()), who)
-        events = EventSource(response).aiter_sse()
-        while True:
-            event: ServerSentEvent | None = await guard.run(anext(events, None))
-            if event is None:
-                return
-            yield event
-    except SSEError as exc:  # a subclass of httpx.TransportError: first
-        raise LlmError(f"{who}: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
-    except httpx.HTTPError as exc:
-        raise _transport_error(exc, who) from exc
-    finally:
-        guard.remove()
-        if response is not None:
-            await response.aclose()
-        if guard.closing is not None:
-            await guard.closing
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise LlmError(f"{who}: an event is not JSON ({exc}): {data[:80]!r}", ErrorCode.MALFORMED_RESPONSE) from exc
+    if not isinstance(parsed, Mapping):
+        raise LlmError(f"{who}: an event is not a JSON object: {data[:80]!r}", ErrorCode.MALFORMED_RESPONSE)
+    return parsed
 
 
 async def request_json(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient | None,
     method: str,
     url: str,
     *,
     headers: Mapping[str, str],
     who: str,
+    timeout: httpx.Timeout | float | None = None,
 ) -> Any:
-    """One request whose answer is JSON (model listings); failures as in :func:`post_sse`."""
-    try:
-        response = await client.request(method, url, headers=dict(headers))
-    except httpx.HTTPError as exc:
-        raise _transport_error(exc, who) from exc
+    """One request whose answer is JSON (model listings); the client and failures as in :func:`post_sse`."""
+    async with _client(client, timeout) as http:
+        try:
+            response = await http.request(method, url, headers=dict(headers))
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, who) from exc
     if response.status_code >= 300:
         raise _http_error(response, response.content, who)
     try:
@@ -198,23 +235,16 @@ async def request_json(
         raise LlmError(f"{who}: the response is not JSON: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
 
 
-class ClientScope:
+@contextlib.asynccontextmanager
+async def _client(
+    client: httpx.AsyncClient | None, timeout: httpx.Timeout | float | None
+) -> AsyncIterator[httpx.AsyncClient]:
     """The caller's client as it is, or a client of our own that is closed at the end."""
-
-    def __init__(self, client: httpx.AsyncClient | None, timeout: httpx.Timeout | float | None) -> None:
-        self.given = client
-        self.timeout = timeout
-        self.own: httpx.AsyncClient | None = None
-
-    async def __aenter__(self) -> httpx.AsyncClient:
-        if self.given is not None:
-            return self.given
-        self.own = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT if self.timeout is None else self.timeout)
-        return self.own
-
-    async def __aexit__(self, *_: object) -> None:
-        if self.own is not None:
-            await self.own.aclose()
+    if client is not None:
+        yield client
+        return
+    async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT if timeout is None else timeout) as own:
+        yield own
 
 
 def read_sse(data: bytes) -> Iterator[ServerSentEvent]:

@@ -10,29 +10,31 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-import orjson
-
 from ._adapter import (
     APP_IDENTITY,
     AppIdentity,
     AssistantMessage,
     GenerateOptions,
-    LlmAdapter,
+    HttpAdapter,
     ModelInfo,
-    ProviderInfo,
     ToolResultMessage,
-    attribution_headers,
-    to_mapping,
 )
-from ._convert import BlockQueue, ProviderBlock, classify_failure, error_detail, malformed, non_negative_int
+from ._convert import (
+    BlockQueue,
+    ProviderBlock,
+    classify_failure,
+    convert,
+    error_detail,
+    finish_reason,
+    malformed,
+    non_negative_int,
+)
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, TextBlock, ToolCallBlock
 from ._wire import StreamChunk, WireFinishReason, WireUsage
 
 if TYPE_CHECKING:
     import httpx
-
-    from ._http import ClientScope
 
 __all__ = ["OpenAICompatibleAdapter", "OpenAIConverter", "from_openai_chunks", "openai_usage"]
 
@@ -43,28 +45,34 @@ _FINISH: dict[str, WireFinishReason] = {
 }
 
 
+def _count(container: object, key: str, name: str | None = None) -> int | None:
+    """A count of an OpenAI usage object: None when absent or null (a null count is a count not given)."""
+    value = container.get(key) if isinstance(container, Mapping) else None
+    return None if value is None else non_negative_int(value, name or key)
+
+
 def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
     """OpenAI-style usage as the protocol's disjoint counts (as DeepSeek Harness reports them).
 
     ``inputTokens`` is the uncached input (``prompt_tokens`` less the cached tokens); ``cacheReadTokens`` comes
     from DeepSeek's ``prompt_cache_hit_tokens`` or OpenAI's ``prompt_tokens_details.cached_tokens``;
-    ``reasoningTokens`` from ``completion_tokens_details.reasoning_tokens``.
+    ``reasoningTokens`` from ``completion_tokens_details.reasoning_tokens``. Absent or null counts are 0 (or left
+    out, for the optional ones).
     """
-    prompt = non_negative_int(usage.get("prompt_tokens", 0), "prompt_tokens")
-    completion = non_negative_int(usage.get("completion_tokens", 0), "completion_tokens")
-    prompt_details = usage.get("prompt_tokens_details")
-    cached: int | None = None
-    if usage.get("prompt_cache_hit_tokens") is not None:
-        cached = non_negative_int(usage["prompt_cache_hit_tokens"], "prompt_cache_hit_tokens")
-    elif isinstance(prompt_details, Mapping) and prompt_details.get("cached_tokens") is not None:
-        cached = non_negative_int(prompt_details["cached_tokens"], "prompt_tokens_details.cached_tokens")
-    result: WireUsage = {"inputTokens": max(0, prompt - (cached or 0)), "outputTokens": completion}
+    prompt = _count(usage, "prompt_tokens") or 0
+    cached = _count(usage, "prompt_cache_hit_tokens")
+    if cached is None:
+        cached = _count(usage.get("prompt_tokens_details"), "cached_tokens", "prompt_tokens_details.cached_tokens")
+    result: WireUsage = {
+        "inputTokens": max(0, prompt - (cached or 0)),
+        "outputTokens": _count(usage, "completion_tokens") or 0,
+    }
     if cached is not None:
         result["cacheReadTokens"] = cached
-    completion_details = usage.get("completion_tokens_details")
-    if isinstance(completion_details, Mapping) and completion_details.get("reasoning_tokens") is not None:
-        reasoning = completion_details["reasoning_tokens"]
-        result["reasoningTokens"] = non_negative_int(reasoning, "completion_tokens_details.reasoning_tokens")
+    details = usage.get("completion_tokens_details")
+    reasoning = _count(details, "reasoning_tokens", "completion_tokens_details.reasoning_tokens")
+    if reasoning is not None:
+        result["reasoningTokens"] = reasoning
     return result
 
 
@@ -90,6 +98,7 @@ class OpenAIConverter:
     def __init__(self) -> None:
         self.queue = BlockQueue()
         self.calls: dict[int, ProviderBlock] = {}
+        self.positions: dict[str, int] = {}  # call id → index, for servers that send calls without one
         self.finish_reason: str | None = None
         self.usage: WireUsage | None = None
         self.model: str | None = None
@@ -99,9 +108,9 @@ class OpenAIConverter:
         """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
         error = event.get("error")
         if error:
-            message, detail = error_detail(event)
+            message, kind = error_detail(event)
             raise LlmError(
-                f"the provider sent an error in the stream: {message or error}", classify_failure(None, detail)
+                f"the provider sent an error in the stream: {message or error}", classify_failure(None, message, kind)
             )
         if self.response_id is None and isinstance(event.get("id"), str):
             self.response_id = event["id"]
@@ -159,22 +168,22 @@ class OpenAIConverter:
         if not isinstance(function, Mapping):
             raise malformed(f"'function' must be an object, got {type(function).__name__}")
         arguments = _text_field(function, "arguments")
-        call_id = call.get("id")
+        call_id = call.get("id") or None  # DashScope sends "" on the deltas after the first: no id
         position = call.get("index")
-        if position is None:  # a server that sends one call whole, without an index
-            known = [n for n, block in self.calls.items() if block.call_id == call_id]
-            position = known[0] if known else len(self.calls)
+        if position is None:  # a server that sends calls whole, without an index
+            position = self.positions.get(call_id, len(self.calls)) if isinstance(call_id, str) else len(self.calls)
         if isinstance(position, bool) or not isinstance(position, int):
             raise malformed(f"tool call index must be an integer, got {position!r}")
         block = self.calls.get(position)
         if block is None:
             name = function.get("name")
-            if not isinstance(call_id, str) or not call_id:
+            if not isinstance(call_id, str):
                 raise malformed(f"tool call {position} began without an id")
             if not isinstance(name, str) or not name:
                 raise malformed(f"tool call {position} ({call_id}) began without a function name")
             block = ProviderBlock("tool-call", call_id, name)
             self.calls[position] = block
+            self.positions[call_id] = position
             self.queue.push(block, arguments)
             return
         if call_id is not None and call_id != block.call_id:
@@ -196,12 +205,7 @@ class OpenAIConverter:
         reason = self.finish_reason
         if reason is None:
             raise LlmError("the stream ended without a finish_reason", ErrorCode.STREAM_CLOSED)
-        finish = _FINISH.get(reason)
-        if finish is None:
-            finish = {
-                "kind": "error",
-                "failure": {"message": f"the provider stopped with finish_reason {reason!r}", "code": reason.upper()},
-            }
+        finish = finish_reason(reason, _FINISH, "finish_reason")
         queue = self.queue
         queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
         if finish["kind"] == "stop" and queue.count == 0:
@@ -225,32 +229,7 @@ def from_openai_chunks(
     The block-protocol chunks come out as the input goes in; ``usage`` and ``finish`` when the input ends.
     Send the output through :func:`streamfsm.validate` / :func:`streamfsm.avalidate` to check and assemble it.
     """
-    if isinstance(chunks, AsyncIterable):
-        return _from_openai_async(chunks)
-    return _from_openai_sync(chunks)
-
-
-def _mapping(item: object) -> Mapping[str, Any]:
-    event = to_mapping(item)
-    if event is None:
-        raise malformed(f"a chat.completion.chunk must be an object, got {type(item).__name__}")
-    return event
-
-
-def _from_openai_sync(chunks: Iterable[Any]) -> Iterator[StreamChunk]:
-    converter = OpenAIConverter()
-    for item in chunks:
-        yield from converter.feed(_mapping(item))
-    yield from converter.end()
-
-
-async def _from_openai_async(chunks: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]:
-    converter = OpenAIConverter()
-    async for item in chunks:
-        for chunk in converter.feed(_mapping(item)):
-            yield chunk
-    for chunk in converter.end():
-        yield chunk
+    return convert(OpenAIConverter(), chunks, "a chat.completion.chunk")
 
 
 # --- HTTP -------------------------------------------------------------------------------------------
@@ -284,21 +263,16 @@ def openai_messages(options: GenerateOptions, *, send_reasoning: bool) -> list[d
     return out
 
 
-class OpenAICompatibleAdapter(LlmAdapter):
+class OpenAICompatibleAdapter(HttpAdapter):
     """Streaming chat completions from any OpenAI-compatible endpoint (DeepSeek, OpenAI, vLLM, Ollama, ...).
 
     ``base_url`` is the API root (``https://api.deepseek.com``, ``https://api.openai.com/v1``,
     ``http://localhost:11434/v1``); requests go to ``{base_url}/chat/completions`` with usage requested
-    (``stream_options.include_usage``). ``models`` declares what the adapter knows of each model, reasoning
-    efforts included; a model it does not list has no selectable effort. Pass ``client`` (an
-    ``httpx.AsyncClient``) to reuse connections; otherwise each stream opens and closes its own.
-    ``send_reasoning`` sends earlier reasoning back as ``reasoning_content`` (DeepSeek's thinking with tools);
-    by default it is not sent, as most servers reject it. Supports every option but ``session_id``.
+    (``stream_options.include_usage``), the key as a bearer token. ``max_tokens_field`` names the limit in the
+    body (OpenAI's newer models want ``max_completion_tokens``). ``send_reasoning`` sends earlier reasoning back
+    as ``reasoning_content`` (DeepSeek's thinking with tools); by default it is not sent, as most servers reject
+    it. The other arguments are :class:`HttpAdapter`'s. Supports every option but ``session_id``.
     """
-
-    supported_options = frozenset(
-        {"system", "tools", "temperature", "max_tokens", "stop", "reasoning_effort", "signal"}
-    )
 
     def __init__(
         self,
@@ -314,25 +288,18 @@ class OpenAICompatibleAdapter(LlmAdapter):
         max_tokens_field: str = "max_tokens",
         send_reasoning: bool = False,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.provider = provider
-        self.models = {model.id: model for model in models}
-        self.client = client
-        self.timeout = timeout
-        self.headers = dict(headers or {})
-        self.identity = identity
+        super().__init__(
+            base_url,
+            api_key=api_key,
+            provider=provider,
+            models=models,
+            client=client,
+            timeout=timeout,
+            headers=headers,
+            identity=identity,
+        )
         self.max_tokens_field = max_tokens_field
         self.send_reasoning = send_reasoning
-
-    @property
-    def provider_info(self) -> ProviderInfo:
-        """The provider route this adapter was configured as."""
-        return ProviderInfo(id=self.provider, name=self.provider)
-
-    async def resolve_model(self, model: str) -> ModelInfo:
-        """The declared metadata of ``model``, or just its id."""
-        return self.models.get(model) or ModelInfo(provider=self.provider, id=model, name=model)
 
     async def list_models(self) -> list[ModelInfo]:
         """The declared models; with none declared, the endpoint's ``GET /models``."""
@@ -340,10 +307,10 @@ class OpenAICompatibleAdapter(LlmAdapter):
             return list(self.models.values())
         from ._http import request_json
 
-        async with self._client() as client:
-            listing = await request_json(
-                client, "GET", f"{self.base_url}/models", headers=self.request_headers(), who=self.provider
-            )
+        url = f"{self.base_url}/models"
+        listing = await request_json(
+            self.client, "GET", url, headers=self.request_headers(), who=self.provider, timeout=self.timeout
+        )
         data = listing.get("data") if isinstance(listing, Mapping) else None
         if not isinstance(data, list):
             raise malformed(f"{self.provider}: GET /models did not return a 'data' list")
@@ -353,17 +320,9 @@ class OpenAICompatibleAdapter(LlmAdapter):
             if isinstance(entry, Mapping) and isinstance(entry.get("id"), str)
         ]
 
-    def request_headers(self) -> dict[str, str]:
-        """Headers of every request: attribution, the key, then the caller's own headers."""
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream",
-            **attribution_headers(self.identity),
-        }
-        if self.api_key:
-            headers["authorization"] = f"Bearer {self.api_key}"
-        headers.update(self.headers)
-        return headers
+    def provider_headers(self) -> dict[str, str]:
+        """The key, as a bearer token."""
+        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def request_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body of a streamed chat completion for ``options``."""
@@ -391,48 +350,14 @@ class OpenAICompatibleAdapter(LlmAdapter):
             body["reasoning_effort"] = options.reasoning_effort
         return body
 
-    def _client(self) -> ClientScope:
-        from ._http import ClientScope
-
-        return ClientScope(self.client, self.timeout)
-
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """POST the request and convert the event stream (see :class:`OpenAIConverter`).
 
-        Raises :class:`LlmError`: HTTP failures by status, ``MALFORMED_RESPONSE`` for an event that is not
-        JSON, ``STREAM_CLOSED`` when the body ends without ``[DONE]``, ``TRANSPORT``/``TIMEOUT``, ``ABORTED``.
+        The options are checked at once (``UNSUPPORTED_OPTION``); then the stream raises :class:`LlmError`: HTTP
+        failures by status, ``MALFORMED_RESPONSE`` for an event that is not a JSON object, ``STREAM_CLOSED`` when
+        the body ends without ``[DONE]``, ``TRANSPORT``/``TIMEOUT``, ``ABORTED``.
         """
         self.check_options(options)
-        from ._http import post_sse
-
-        converter = OpenAIConverter()
-        async with self._client() as client:
-            events = post_sse(
-                client,
-                f"{self.base_url}/chat/completions",
-                headers=self.request_headers(),
-                body=self.request_body(options),
-                signal=options.signal,
-                who=self.provider,
-            )
-            try:
-                async for event in events:
-                    data = event.data
-                    if data == "[DONE]":
-                        break
-                    if not data:
-                        continue
-                    try:
-                        parsed = orjson.loads(data)
-                    except orjson.JSONDecodeError as exc:
-                        raise malformed(f"{self.provider}: an event is not JSON ({exc}): {data[:80]!r}") from exc
-                    if not isinstance(parsed, Mapping):
-                        raise malformed(f"{self.provider}: an event is not a JSON object: {data[:80]!r}")
-                    for chunk in converter.feed(parsed):
-                        yield chunk
-                else:
-                    raise LlmError(f"{self.provider}: the stream ended without [DONE]", ErrorCode.STREAM_CLOSED)
-            finally:
-                await events.aclose()  # type: ignore[attr-defined]
-        for chunk in converter.end():
-            yield chunk
+        return self._converted(
+            OpenAIConverter(), "/chat/completions", self.request_body(options), options.signal, "[DONE]"
+        )

@@ -14,7 +14,8 @@ Responses:
   (each event is the raw text of one SSE event, e.g. ``"data: {...}"``), ``delay`` seconds before each event.
   ``end="close"`` finishes the body properly; ``end="drop"`` cuts the connection without the final chunk (a
   connection dropped mid-stream).
-- ``Reply(status, body, headers)``: a complete response (``body`` a dict is sent as JSON).
+- ``Reply(status, body, headers, delay=0.0)``: a complete response (``body`` a dict is sent as JSON), ``delay``
+  seconds before its status line.
 
 A request with nothing scripted gets ``599``. ``server.disconnects`` records when the server noticed a client
 had gone while it was still writing; ``server.active`` counts requests being answered right now.
@@ -54,6 +55,7 @@ class Reply:
     status: int
     body: Any = b""
     headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
 
 
 @dataclass
@@ -128,6 +130,7 @@ class SSEServer:
                     body = orjson.dumps(body)
                 elif isinstance(body, str):
                     body = body.encode()
+                time.sleep(reply.delay)
                 self.send_response(reply.status)
                 headers = {"content-type": "application/json", **reply.headers}
                 for name, value in headers.items():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import time
 from collections.abc import Callable
 from typing import Any
@@ -177,6 +179,10 @@ def test_identity_and_headers_are_overridable(server: SSEServer) -> None:
             None,
         ),
         (Reply(404, {"error": {"message": "no such route"}}), E.PROVIDER_HTTP_ERROR, 404, None, None),
+        # A Retry-After that is no delay is not one; one past the protocol's integers is capped.
+        (Reply(429, {"error": {"message": "slow"}}, {"retry-after": "-5"}), E.RATE_LIMIT, 429, None, None),
+        (Reply(429, {"error": {"message": "slow"}}, {"retry-after": "1e300"}), E.RATE_LIMIT, 429, 2**53 - 1, None),
+        (Reply(429, {"error": {"message": "slow"}}, {"retry-after-ms": "1e300"}), E.RATE_LIMIT, 429, 2**53 - 1, None),
     ],
 )
 def test_http_failures(
@@ -209,6 +215,35 @@ def test_broken_streams(server: SSEServer, response: SSE | Reply, code: sf.Error
     server.script(response)
     error = failure(sf.OpenAICompatibleAdapter(server.url))
     assert error.code == code and words in error.message
+
+
+def test_an_http_date_without_a_zone_is_utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from streamfsm._http import retry_after_ms
+
+    when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=60)
+    utc = email.utils.format_datetime(when, usegmt=True)
+    unzoned = email.utils.format_datetime(when.replace(tzinfo=None))  # "... -0000": UTC, the sender's zone unknown
+    monkeypatch.setenv("TZ", "America/New_York")  # 4 or 5 hours from UTC
+    time.tzset()
+    try:
+        delays = [retry_after_ms(httpx.Headers({"retry-after": value})) for value in (utc, unzoned)]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert all(d is not None and 55_000 < d <= 60_000 for d in delays), delays
+
+
+def test_text_with_unicode_line_separators_is_one_event(server: SSEServer) -> None:
+    # U+2028 and U+2029 are valid unescaped in JSON; the SSE parser must split lines on CR and LF only.
+    text = "one\u2028two\u2029three\x85four"
+    events: list[dict[str, Any]] = [
+        {"choices": [{"index": 0, "delta": {"content": text}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1}},
+    ]
+    server.script(SSE(openai_events(events)))
+    assert sf.assemble(asyncio.run(collect(sf.OpenAICompatibleAdapter(server.url)))).text == text
 
 
 def test_connection_refused_is_transport() -> None:
@@ -301,6 +336,27 @@ def test_abort_is_honoured_within_100_ms(server: SSEServer) -> None:
     assert wait_for(lambda: server.active == 0 and len(server.disconnects) == 1, 1.0)
 
 
+def test_abort_while_waiting_for_the_response_headers(server: SSEServer) -> None:
+    server.script(Reply(200, {"never": "read"}, delay=1.0))
+    controller = sf.AbortController()
+    options = ASK.model_copy(update={"signal": controller.signal})
+    left: list[asyncio.Task[Any]] = []
+
+    async def consume() -> None:
+        asyncio.get_running_loop().call_later(0.1, controller.abort)
+        try:
+            await collect(sf.OpenAICompatibleAdapter(server.url), options)
+        finally:
+            left.extend(t for t in asyncio.all_tasks() if t is not asyncio.current_task())
+
+    started = time.monotonic()
+    with pytest.raises(sf.LlmError) as caught:
+        asyncio.run(consume())
+    assert caught.value.code == E.ABORTED
+    assert time.monotonic() - started < 0.5  # not the server's 1 s
+    assert left == []
+
+
 def test_abort_from_another_thread(server: SSEServer) -> None:
     import threading
 
@@ -325,6 +381,19 @@ def test_abort_while_the_consumer_is_busy_closes_the_response(server: SSEServer)
     with pytest.raises(sf.LlmError, match="aborted"):
         asyncio.run(consume())
     assert wait_for(lambda: server.active == 0)
+
+
+def test_aborting_after_the_event_loop_closed_does_not_raise() -> None:
+    # A stream whose generator was never closed keeps its listener; abort() must not fail in the caller.
+    from streamfsm._http import _Guard
+
+    controller = sf.AbortController()
+
+    async def open_guard() -> None:
+        _Guard(controller.signal)
+
+    asyncio.run(open_guard())
+    assert controller.abort() is True
 
 
 def test_a_signal_aborted_before_the_call_makes_no_request(server: SSEServer) -> None:
@@ -439,7 +508,21 @@ def test_anthropic_sends_thinking_back_with_its_signature(server: SSEServer) -> 
                     },
                 },
             ),
-            E.INVALID_REQUEST,
+            E.CONTEXT_WINDOW_EXCEEDED,  # Anthropic's wording of a context overflow
+        ),
+        (
+            Reply(
+                400,
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": "Your credit balance is too low to access the Anthropic API. Please go to Plans "
+                        "& Billing to upgrade or purchase credits.",
+                    },
+                },
+            ),
+            E.QUOTA,
         ),
         (SSE(["event: message_start\ndata: {oops"]), E.MALFORMED_RESPONSE),
     ],
@@ -458,6 +541,20 @@ def test_anthropic_reasoning_effort_becomes_a_thinking_budget(server: SSEServer)
     adapter = sf.AnthropicAdapter(base_url=server.url, models=[model])
     asyncio.run(collect(adapter, ASK.model_copy(update={"model": "claude", "reasoning_effort": "high"})))
     assert server.requests[0].json()["thinking"] == {"type": "enabled", "budget_tokens": 16384}
+
+
+@pytest.mark.parametrize(("max_tokens", "sent"), [(None, 16384 + 4096), (20000, 20000)])
+def test_anthropic_leaves_room_for_the_answer_beside_the_thinking_budget(
+    server: SSEServer, max_tokens: int | None, sent: int
+) -> None:
+    # The API refuses a max_tokens that is not above thinking.budget_tokens: the default must leave room.
+    server.script(SSE(anthropic_events(ANTHROPIC_TOOL)))
+    efforts = (sf.ReasoningEffortInfo(id="high", name="High"),)
+    model = sf.ModelInfo(provider="anthropic", id="claude", name="C", reasoning=sf.ModelReasoningInfo(efforts=efforts))
+    adapter = sf.AnthropicAdapter(base_url=server.url, models=[model])
+    options = ASK.model_copy(update={"model": "claude", "reasoning_effort": "high", "max_tokens": max_tokens})
+    asyncio.run(collect(adapter, options))
+    assert server.requests[0].json()["max_tokens"] == sent
 
 
 def test_list_models_from_the_endpoint(server: SSEServer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -41,7 +42,7 @@ class Scripted(sf.LlmAdapter):
         models: dict[str, sf.ModelInfo] | None = None,
         error: BaseException | None = None,
     ) -> None:
-        self.chunks = SEED if chunks is None else chunks
+        self.chunks: list[Any] = SEED if chunks is None else chunks
         self.models = models or {}
         self.error = error
         self.calls: list[sf.GenerateOptions] = []
@@ -213,7 +214,7 @@ def test_a_broken_adapter_is_caught_at_the_chunk_where_it_broke() -> None:
 
 
 def test_harness_policy_and_no_policy() -> None:
-    interleaved = [
+    interleaved: list[Any] = [
         {"type": "block-start", "index": 0, "blockType": "reasoning"},
         {"type": "block-start", "index": 1, "blockType": "text"},
         {"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": ""}},
@@ -222,7 +223,8 @@ def test_harness_policy_and_no_policy() -> None:
     ]
     assert refused(Scripted(interleaved)).code == E.BLOCKS_INTERLEAVED
     assert run(Scripted(interleaved), policy=sf.Policy.HARNESS) == interleaved
-    assert run(Scripted([{"type": "anything"}]), policy=None) == [{"type": "anything"}]
+    anything: list[Any] = [{"type": "anything"}]
+    assert run(Scripted(anything), policy=None) == anything
 
 
 @pytest.mark.parametrize("policy", [sf.Policy.STRICT, None])
@@ -285,3 +287,38 @@ def test_assistant_message_from_result() -> None:
     result = sf.assemble(SEED)
     message = sf.AssistantMessage.from_result(result)
     assert message.blocks == tuple(result.blocks) and message.tool_calls == result.tool_calls
+
+
+def test_a_listener_that_raises_does_not_keep_the_others_from_hearing() -> None:
+    controller = sf.AbortController()
+    heard: list[str] = []
+
+    def broken() -> None:
+        raise RuntimeError("listener bug")
+
+    controller.signal.add_listener(broken)
+    controller.signal.add_listener(lambda: heard.append("second"))
+    with pytest.raises(RuntimeError, match="listener bug"):
+        controller.abort()
+    assert heard == ["second"] and controller.signal.aborted
+
+
+def test_an_exception_from_resolve_model_becomes_unknown() -> None:
+    class Unresolvable(Scripted):
+        async def resolve_model(self, model: str) -> sf.ModelInfo:
+            raise KeyError(model)
+
+    error = refused(Unresolvable())
+    assert error.code == E.UNKNOWN and isinstance(error.__cause__, KeyError)
+
+
+def test_aborting_after_a_waiters_loop_was_closed_does_not_raise() -> None:
+    controller = sf.AbortController()
+    loop = asyncio.new_event_loop()
+    waiting = loop.create_task(controller.signal.wait())
+    loop.run_until_complete(asyncio.sleep(0))  # the task now waits on the signal
+    loop.close()  # closed under it, the task never finished (nor removed its waiter)
+    assert controller.abort() is True
+    assert not waiting.done()
+    del waiting  # its "destroyed but pending" report goes to the test's log, not the end of the run
+    gc.collect()

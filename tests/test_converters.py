@@ -55,7 +55,11 @@ def test_the_recordings_are_there() -> None:
 @pytest.mark.parametrize("path", OPENAI_FILES, ids=lambda p: p.name)
 def test_openai_recording_is_valid_and_complete(path: Path) -> None:
     events = openai_recording(path)
-    text, reasoning, calls, reason, usage = [], [], {}, None, None
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    reason: str | None = None
+    usage: dict[str, Any] | None = None
     for event in events:
         for choice in event.get("choices") or []:
             delta = choice.get("delta") or {}
@@ -74,8 +78,8 @@ def test_openai_recording_is_valid_and_complete(path: Path) -> None:
     assert result.reasoning == "".join(reasoning)
     expected_calls = [(c["id"], c["name"], "".join(c["args"]) or "{}") for _, c in sorted(calls.items())]
     assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == expected_calls
+    assert reason is not None and result.usage is not None and usage is not None
     assert result.finish.kind == {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}[reason]
-    assert result.usage is not None and usage is not None
     assert result.usage.output_tokens == usage["completion_tokens"]
     cached = usage.get("prompt_cache_hit_tokens", (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0))
     assert result.usage.input_tokens + (result.usage.cache_read_tokens or 0) == usage["prompt_tokens"]
@@ -148,7 +152,7 @@ def call(position: int, arguments: str, call_id: str | None = None, name: str | 
 USAGE = {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}
 
 
-def convert(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def convert(events: Iterable[dict[str, Any]]) -> list[Any]:
     """The protocol chunks of ``events``, checked under STRICT as they come."""
     return list(sf.validate(sf.from_openai_chunks(events), policy=sf.Policy.STRICT))
 
@@ -205,6 +209,30 @@ def test_braces_inside_strings_do_not_end_a_call() -> None:
     assert [c.parsed_arguments for c in result.tool_calls] == [{"s": '}{"}'}, {}]
 
 
+def test_an_empty_id_on_a_later_delta_is_no_id() -> None:
+    # Alibaba DashScope repeats the id as "" (and the name as "") on every delta after the first.
+    later = [
+        chunk({"tool_calls": [{"index": 0, "id": "", "function": {"name": "", "arguments": a}}]})
+        for a in ('{"a"', ": 1}")
+    ]
+    result = sf.assemble(convert([call(0, "", "call_a", "f"), *later, chunk(finish="tool_calls", **USAGE)]))
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("call_a", "f", '{"a": 1}')]
+
+
+def test_calls_without_an_index_are_told_apart_by_id() -> None:
+    def whole(call_id: str, arguments: str) -> dict[str, Any]:
+        return chunk({"tool_calls": [{"id": call_id, "function": {"name": "f", "arguments": arguments}}]})
+
+    events = [
+        whole("call_a", '{"a":'),
+        whole("call_b", "{}"),
+        whole("call_a", " 1}"),
+        chunk(finish="tool_calls", **USAGE),
+    ]
+    result = sf.assemble(convert(events))
+    assert [(c.id, c.arguments) for c in result.tool_calls] == [("call_a", '{"a": 1}'), ("call_b", "{}")]
+
+
 def test_text_after_a_tool_call_is_a_new_block() -> None:
     events = [
         chunk({"content": "a"}),
@@ -251,7 +279,16 @@ def test_finish_reasons(reason: str, kind: str, code: str | None) -> None:
 
 def test_a_call_cut_by_length_is_interrupted() -> None:
     result = sf.assemble(convert([call(0, '{"path": "/et', "call_a", "read"), chunk(finish="length", **USAGE)]))
-    assert result.tool_calls == [] and result.interrupted[0].arguments == '{"path": "/et'
+    (cut,) = result.interrupted
+    assert result.tool_calls == [] and isinstance(cut, sf.ToolCallBlock) and cut.arguments == '{"path": "/et'
+
+
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_a_call_cut_before_any_arguments_came_is_interrupted_not_empty(reason: str) -> None:
+    # "{}" stands for "no arguments" only when the call ended; a cut-off call is not a call to run.
+    result = sf.assemble(convert([call(0, "", "call_a", "read"), chunk(finish=reason, **USAGE)]))
+    (cut,) = result.interrupted
+    assert result.tool_calls == [] and isinstance(cut, sf.ToolCallBlock) and (cut.name, cut.arguments) == ("read", "")
 
 
 @pytest.mark.parametrize(
@@ -272,11 +309,24 @@ def test_a_call_cut_by_length_is_interrupted() -> None:
         ),
         ({"prompt_tokens": 5, "completion_tokens": 1}, {"inputTokens": 5, "outputTokens": 1}),
         ({"prompt_tokens": 5.0, "completion_tokens": 1, "queue_time": 0.04}, {"inputTokens": 5, "outputTokens": 1}),
+        # null counts are counts not given, as a null cache count already was
+        (
+            {"prompt_tokens": 5, "completion_tokens": None, "total_tokens": None, "prompt_cache_hit_tokens": None},
+            {"inputTokens": 5, "outputTokens": 0},
+        ),
     ],
 )
 def test_usage_is_disjoint(usage: dict[str, Any], expected: dict[str, int]) -> None:
     out = convert([chunk({"content": "x"}), chunk(finish="stop"), {"id": "c1", "choices": [], "usage": usage}])
     assert out[-2] == {"type": "usage", "usage": expected}
+
+
+def test_a_server_that_sends_no_usage_passes_harness_but_not_strict() -> None:
+    events = [chunk({"content": "x"}), chunk(finish="stop")]
+    with pytest.raises(sf.LlmError) as caught:
+        sf.assemble(sf.from_openai_chunks(events))
+    assert caught.value.code == E.USAGE_MISSING
+    assert sf.assemble(sf.from_openai_chunks(events), policy=sf.Policy.HARNESS).usage is None
 
 
 @pytest.mark.parametrize(
@@ -292,6 +342,16 @@ def test_usage_is_disjoint(usage: dict[str, Any], expected: dict[str, int]) -> N
         ([{"choices": [{"index": 1, "delta": {}}]}], E.MALFORMED_RESPONSE, "only one choice"),
         (
             [chunk({"content": "x"}), {"choices": [], "usage": {"prompt_tokens": -1}}],
+            E.MALFORMED_RESPONSE,
+            "prompt_tokens",
+        ),
+        (
+            [chunk({"content": "x"}, "stop", usage={"prompt_tokens": float("inf"), "completion_tokens": 1})],
+            E.MALFORMED_RESPONSE,
+            "prompt_tokens",
+        ),
+        (
+            [chunk({"content": "x"}, "stop", usage={"prompt_tokens": 2**53, "completion_tokens": 1})],
             E.MALFORMED_RESPONSE,
             "prompt_tokens",
         ),
@@ -443,13 +503,34 @@ def test_anthropic_stop_reasons(reason: str, kind: str, code: str | None) -> Non
             E.MALFORMED_RESPONSE,
             "for a text block",
         ),
-        ([MESSAGE_START, {"type": "surprise"}], E.MALFORMED_RESPONSE, "unknown event type"),
+        ([MESSAGE_START, {"type": "content_block_delta", "index": [0]}], E.MALFORMED_RESPONSE, "did not start"),
+        (
+            [MESSAGE_START, a_start(0, {"type": "text", "text": ""}), a_delta(0, {"type": ["text_delta"]})],
+            E.MALFORMED_RESPONSE,
+            "for a text block",
+        ),
+        (
+            # the error's type decides, not a word of its message
+            [
+                MESSAGE_START,
+                {"type": "error", "error": {"type": "invalid_request_error", "message": "bad mcp_servers"}},
+            ],
+            E.INVALID_REQUEST,
+            "mcp_servers",
+        ),
     ],
 )
 def test_anthropic_failures_are_coded(events: list[dict[str, Any]], code: sf.ErrorCode, words: str) -> None:
     with pytest.raises(sf.LlmError) as caught:
         list(sf.from_anthropic_events(events))
     assert caught.value.code == code and words in caught.value.message
+
+
+def test_anthropic_unknown_event_types_are_skipped() -> None:
+    # The Messages API may add event types without a new version; clients are to skip the ones they do not know.
+    text = [a_start(0, {"type": "text", "text": ""}), a_delta(0, {"type": "text_delta", "text": "hi"}), a_stop(0)]
+    events = [MESSAGE_START, {"type": "surprise", "data": 1}, *text, *a_finish("end_turn")]
+    assert sf.assemble(sf.from_anthropic_events(events)).text == "hi"
 
 
 def test_anthropic_sdk_events() -> None:

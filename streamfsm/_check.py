@@ -15,12 +15,16 @@ A recorded SSE body is read as the adapters read a live one (``[DONE]`` and ``me
 an event that is not a JSON object is ``MALFORMED_RESPONSE``), except that the last event needs no blank
 line after it: a file often ends without one. Converted chunks keep the line of the provider event that
 produced them. The converters' own errors (``MALFORMED_RESPONSE``, ``STREAM_CLOSED``, ``EMPTY_RESPONSE``,
-...) are reported like protocol errors, where they happened in the stream.
+...) are reported like protocol errors, where they happened in the stream. A UTF-8 byte order mark at the
+start of a file, which Windows editors write, is skipped in every format.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,7 +32,6 @@ from typing import Any, Final
 
 import orjson
 
-from ._api import iter_lines
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._machine import TABLE, StreamAssembler
@@ -47,6 +50,7 @@ __all__ = [
     "check_file",
     "detect_format",
     "expected_in",
+    "printable",
     "read_recordings",
     "short",
 ]
@@ -72,6 +76,9 @@ _ANTHROPIC_EVENTS: Final = frozenset(
 )
 _SSE_FIELDS: Final = (b"data:", b"event:", b"id:", b"retry:", b":")
 _BLANK: Final = b" \t\r\n"
+#: C0 controls, DEL and C1 controls, as Python writes them escaped (``\n``, ``\x1b``): text read from a
+#: recording must not move the cursor, retitle or clear the terminal it is shown on.
+_ESCAPES: Final = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0))}
 
 
 class UnknownFormat(Exception):
@@ -179,9 +186,14 @@ class FileReport:
     results: list[StreamResult | None] | None = field(default=None, repr=False)
 
 
+def printable(text: str) -> str:
+    """``text`` on one line with its control characters escaped (``\\n``, ``\\x1b``), safe to show on a terminal."""
+    return text.translate(_ESCAPES)
+
+
 def short(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters (an ellipsis marks the cut), on one line."""
-    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    """``text`` made :func:`printable` and cut to ``limit`` characters (an ellipsis marks the cut)."""
+    text = printable(text)
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "\u2026"
 
 
@@ -207,13 +219,18 @@ def expected_in(state: str, policy: Policy | str) -> tuple[str, ...]:
 # -- formats ----------------------------------------------------------------------------------------
 
 
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of the lines of ``data`` that hold more than JSON whitespace, as the machine skips.
+
+    Split on LF only, as ``sf.assemble_jsonl`` and ``sf.read_session`` split (a CR before it is whitespace).
+    """
+    for lineno, raw in enumerate(io.BytesIO(data), start=1):
+        if raw.strip(_BLANK):
+            yield lineno, raw
+
+
 def _first_line(data: bytes) -> bytes:
-    for raw in iter_lines(data):
-        assert isinstance(raw, bytes)
-        line = raw.strip(_BLANK)
-        if line:
-            return line
-    return b""
+    return next((raw.strip(_BLANK) for _, raw in _lines(data)), b"")
 
 
 def detect_format(data: bytes) -> str:
@@ -252,16 +269,14 @@ def detect_format(data: bytes) -> str:
 
 
 def _sse_provider(data: bytes) -> str | None:
-    for raw in iter_lines(data):
-        assert isinstance(raw, bytes)
-        line = raw.rstrip(b"\r\n")
-        name, _, value = line.partition(b":")
-        value = value.removeprefix(b" ")
-        if name == b"event" and value.decode("utf-8", "replace") in _ANTHROPIC_EVENTS:
+    for line in _sse_lines(data):
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event" and value in _ANTHROPIC_EVENTS:
             return "anthropic-sse"
-        if name != b"data":
+        if name != "data":
             continue
-        if value.strip() == b"[DONE]":
+        if value.strip() == "[DONE]":
             return "openai-sse"
         try:
             event = orjson.loads(value)
@@ -301,10 +316,7 @@ def read_recordings(
 def _read_jsonl(data: bytes, path: str) -> Recording:
     chunks: list[Any] = []
     lines: list[int | None] = []
-    for lineno, raw in enumerate(iter_lines(data), start=1):
-        assert isinstance(raw, bytes)
-        if not raw.strip(_BLANK):  # only JSON whitespace, as StreamAssembler.feed_line skips
-            continue
+    for lineno, raw in _lines(data):
         try:
             chunks.append(orjson.loads(raw))
         except orjson.JSONDecodeError as exc:
@@ -337,64 +349,35 @@ class _Where:
         self.text: str | None = None
 
 
+def _sse_lines(data: bytes) -> list[str]:
+    """The lines of an SSE body: they end at CR, LF or CRLF, as httpx-sse splits them."""
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def _sse_records(data: bytes) -> Iterator[tuple[int | None, str]]:
-    """``(line, data)`` of each event of an SSE body, parsed by the adapters' parser (``read_sse``)."""
-    from ._http import read_sse  # the http extra: httpx and httpx-sse
+    """``(line, data)`` of each event of an SSE body, with the line the event starts at.
 
-    if not data.endswith((b"\n\n", b"\r\n\r\n", b"\r\r")):
-        data += b"\n\n"  # dispatch the last event of a file that does not end with a blank line
-    events = list(read_sse(data))
-    starts = _sse_event_lines(data)
-    lines: list[int | None] = list(starts) if len(starts) == len(events) else [None] * len(events)
-    for line, event in zip(lines, events, strict=True):
-        yield line, event.data
+    The events are decoded by httpx-sse's decoder, the one the adapters' ``EventSource`` runs over a live
+    body, fed here line by line so that each event's line is known (``EventSource`` gives none). The end of
+    the file ends the last event.
+    """
+    from httpx_sse._decoders import SSEDecoder  # the http extra
 
-
-def _sse_event_lines(data: bytes) -> list[int]:
-    """The first line of each event ``read_sse`` dispatches, by the same rules (httpx-sse's decoder)."""
-    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    starts: list[int] = []
-    first: int | None = None
-    event, has_data, retry, last_id = "", False, False, ""
-    for lineno, line in enumerate(lines, start=1):
+    decoder = SSEDecoder()
+    start: int | None = None
+    for lineno, line in enumerate([*_sse_lines(data), ""], start=1):
+        if start is None and line and not line.startswith(":"):
+            start = lineno
+        event = decoder.decode(line)
+        if event is not None:
+            yield start, event.data
         if not line:
-            if event or has_data or last_id or retry:
-                starts.append(first if first is not None else lineno)
-            first, event, has_data, retry = None, "", False, False
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            event = value
-        elif name == "data":
-            has_data = True
-        elif name == "id":
-            if "\0" in value:
-                continue
-            last_id = value
-        elif name == "retry":
-            try:
-                int(value)
-            except ValueError:
-                continue
-            retry = True
-        else:
-            continue
-        if first is None:
-            first = lineno
-    return starts
+            start = None
 
 
 def _json_records(data: bytes) -> Iterator[tuple[int | None, str]]:
-    for lineno, raw in enumerate(iter_lines(data), start=1):
-        assert isinstance(raw, bytes)
-        if raw.strip(_BLANK):
-            yield lineno, raw.decode("utf-8", "backslashreplace").strip()
+    for lineno, raw in _lines(data):
+        yield lineno, raw.decode("utf-8", "backslashreplace").strip()
 
 
 def _provider_events(
@@ -538,6 +521,8 @@ def check_data(
     cannot be told, or an SSE body without the ``http`` extra, is the file's ``error``. With ``results``,
     the report keeps each valid stream's :class:`StreamResult`.
     """
+    if data.startswith(codecs.BOM_UTF8):
+        data, file = data[len(codecs.BOM_UTF8) :], None  # the file no longer holds data as it is
     try:
         resolved, recordings = read_recordings(data, path, fmt, file=file)
     except UnknownFormat as exc:
@@ -561,6 +546,9 @@ def check_file(
     try:
         with open(path, "rb") as handle:
             data = handle.read()
+            # A pipe (``<(zcat log.gz)``) or a device gives its content once: a session log is then read
+            # from ``data``, not from the file again.
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
     except OSError as exc:
         return FileReport(path, None, [], f"cannot read: {exc.strerror or exc}")
-    return check_data(data, path, fmt, policy, file=path, results=results)
+    return check_data(data, path, fmt, policy, file=path if regular else None, results=results)

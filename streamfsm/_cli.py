@@ -34,6 +34,7 @@ from ._check import (
     StreamReport,
     check_data,
     check_file,
+    printable,
     short,
 )
 from ._config import Policy
@@ -124,9 +125,9 @@ def format_report(report: StreamReport, style: Style, width: int = DEFAULT_WIDTH
     accepted in the state it was in.
     """
     if report.ok:
-        return f"{style(report.name, 'bold')}: {style('ok', 'green')}; {_good_details(report)}"
-    where = f"{report.path}:{report.line}" if report.line is not None else report.path
-    lines = [f"{style(where, 'bold')}: {style(str(report.code), 'red', 'bold')} {report.message}"]
+        return f"{style(printable(report.name), 'bold')}: {style('ok', 'green')}; {_good_details(report)}"
+    where = printable(f"{report.path}:{report.line}" if report.line is not None else report.path)
+    lines = [f"{style(where, 'bold')}: {style(str(report.code), 'red', 'bold')} {printable(str(report.message))}"]
     gutter = str(report.line) if report.line is not None else ""
     pad = max(len(gutter), 4)
     if report.chunk is not None:
@@ -139,7 +140,7 @@ def _good_details(report: StreamReport) -> str:
     blocks = report.blocks or ()
     parts = [_plural(len(blocks), "block") + (f" ({', '.join(blocks)})" if blocks else "")]
     calls = report.tool_calls or ()
-    parts.append(f"tool calls: {', '.join(name for _, name in calls)}" if calls else "no tool calls")
+    parts.append(f"tool calls: {printable(', '.join(name for _, name in calls))}" if calls else "no tool calls")
     usage = report.usage
     if usage is None:
         parts.append("no usage")
@@ -153,7 +154,7 @@ def _good_details(report: StreamReport) -> str:
     failure = finish.get("failure")
     text = f"finish {finish.get('kind')}"
     if failure:
-        text += f" ({failure.get('code')}: {short(str(failure.get('message')), 60)})"
+        text += f" ({printable(str(failure.get('code')))}: {short(str(failure.get('message')), 60)})"
     parts.append(text)
     if report.interrupted:
         parts.append(f"interrupted: {', '.join(report.interrupted)}")
@@ -290,21 +291,25 @@ def _inputs(paths: Sequence[str]) -> list[_Input]:
     found: list[_Input] = []
     for path in paths:
         if path != STDIN and os.path.isdir(path):
-            files = sorted(_walk(path))
-            if not files:
-                found.append(_Input(path, f"no recordings ({', '.join('*' + s for s in STREAM_SUFFIXES)}) here"))
-            found.extend(_Input(f) for f in files)
+            walked = sorted(_walk(path), key=lambda i: i.path)
+            none = _Input(path, f"no recordings ({', '.join('*' + s for s in STREAM_SUFFIXES)}) here")
+            found.extend(walked or [none])
         else:
             found.append(_Input(path))
     return found
 
 
-def _walk(folder: str) -> Iterator[str]:
-    for root, dirs, files in os.walk(folder):
+def _walk(folder: str) -> Iterator[_Input]:
+    """The recordings below ``folder``, and the folders that could not be read (not skipped in silence)."""
+    unreadable: list[OSError] = []
+    # Links to folders are not followed (os.walk's default): a link back up would never end.
+    for root, dirs, files in os.walk(folder, onerror=unreadable.append):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
             if not name.startswith(".") and name.endswith(STREAM_SUFFIXES):
-                yield os.path.join(root, name)
+                yield _Input(os.path.join(root, name))
+    for exc in unreadable:
+        yield _Input(str(exc.filename), f"cannot read: {exc.strerror or exc}")
 
 
 def _read_stdin() -> bytes:
@@ -356,7 +361,7 @@ def _reports(inputs: list[_Input], fmt: str, policy: Policy, jobs: int) -> Gener
 
 
 @contextlib.contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Any]:
+def _progress(total: int, enabled: bool, color: bool) -> Iterator[Any]:
     """A rich progress bar on standard error, or ``None``; output printed meanwhile goes above it."""
     if not enabled:
         yield None
@@ -372,8 +377,8 @@ def _progress(total: int, enabled: bool) -> Iterator[Any]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("{task.description}", style="dim"),
-        console=Console(file=sys.stderr),
+        TextColumn("{task.description}", style="dim", markup=False),  # a path, not rich markup: [x] is text
+        console=Console(file=sys.stderr, no_color=not color),
         transient=True,
         redirect_stdout=_isatty(sys.stdout),
         redirect_stderr=True,
@@ -391,8 +396,13 @@ def _say(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
+def _tail(text: str, limit: int) -> str:
+    """The end of ``text`` in ``limit`` characters: of a long path, the file's name is what tells files apart."""
+    return text if len(text) <= limit else "\u2026" + text[-(limit - 1) :]
+
+
 def _complain(text: str) -> None:
-    sys.stderr.write(f"streamfsm: {text}\n")
+    sys.stderr.write(f"streamfsm: {printable(text)}\n")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -408,14 +418,14 @@ def _check(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     show_bar = args.progress and len(inputs) > 1 and _isatty(sys.stderr)
     with (
-        _progress(len(inputs), show_bar) as bar,
+        _progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
         contextlib.closing(_reports(inputs, args.format, policy, jobs)) as run,
     ):
         for report in run:
             summary.add(report)
             _print_file(report, args, style, width)
             if bar is not None:
-                bar.update(bar.task_ids[0], advance=1, description=short(report.path, 50))
+                bar.update(bar.task_ids[0], advance=1, description=_tail(printable(report.path), 50))
     summary.seconds = time.perf_counter() - started
     if not args.json:
         _say("")
@@ -435,7 +445,7 @@ def _print_file(report: FileReport, args: argparse.Namespace, style: Style, widt
             _say(orjson.dumps(stream.to_json()).decode())
         return
     if not report.streams and not args.quiet:
-        _say(f"{style(report.path, 'bold')}: {style('no streams recorded', 'dim')}")
+        _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
     for stream in report.streams:
         if not (stream.ok and args.quiet):
             _say(format_report(stream, style, width))
@@ -577,9 +587,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="run the demo (no network, no API key)",
-        description="Stream the seed articles' example through the machine, then a broken one.",
+        description="Stream the seed example through the agent loop (no network, no key), then an adapter that "
+        "breaks the protocol.",
     )
-    demo.add_argument("args", nargs=argparse.REMAINDER, help="passed to the demo (--fast: no pauses)")
+    demo.add_argument(
+        "args",
+        nargs=argparse.REMAINDER,
+        help="passed to the demo: --fast (no pauses), --base-url URL --model NAME (a real OpenAI-compatible "
+        "endpoint; key in STREAMFSM_API_KEY)",
+    )
     demo.set_defaults(run=_demo)
     return parser
 
@@ -599,6 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--jobs must be 0 (one per core) or more")
     try:
         status: int = args.run(args)
+        sys.stdout.flush()  # a reader gone (| head) shows here, not as a complaint when the interpreter exits
     except KeyboardInterrupt:
         _complain("interrupted")
         return EXIT_INTERRUPTED

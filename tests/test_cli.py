@@ -6,8 +6,10 @@ import copy
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import pytest
 import streamfsm as sf
 from streamfsm import _cli
 
-from .conftest import PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS
+from .conftest import PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS, SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_sessions = pytest.mark.skipif(not SESSIONS.is_dir(), reason=f"the recordings folder {SESSIONS} is absent")
@@ -70,8 +72,14 @@ def command(
         capture_output=True,
         text=True,
         timeout=120,
-        env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, **(env or {})},
+        env=child_env(**(env or {})),
     )
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child run as a user runs it: buffered output, no colour settings of ours."""
+    drop = ("NO_COLOR", "FORCE_COLOR", "PYTHONUNBUFFERED")
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
 
 
 def jsonl(chunks: list[Any]) -> bytes:
@@ -240,6 +248,135 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], good: Path) -> None:
     capsys.readouterr()
 
 
+# -- odd inputs ---------------------------------------------------------------------------------------
+
+
+def test_control_characters_are_shown_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Text from a recording never drives the terminal: escape sequences are shown, not sent."""
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"not json \x1b]0;title\x07\x1b[2J\x00\x9b\n")
+    call = {"id": "c1", "name": "ls\x1b[2J"}
+    tool = tmp_path / "tool.jsonl"
+    tool.write_bytes(
+        jsonl(
+            [
+                {"type": "block-start", "index": 0, "blockType": "tool-call"},
+                {"type": "tool-call-delta", "index": 0, **call, "argumentsDelta": "{}"},
+                {"type": "block-end", "index": 0, "block": {"type": "tool-call", **call, "arguments": "{}"}},
+                {"type": "finish", "reason": {"kind": "error", "failure": {"message": "m\x1b[1m", "code": "E\x07"}}},
+            ]
+        )
+    )
+    status, out, _ = run(capsys, "check", str(torn), str(tool))
+    assert status == 1
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+    assert "1 | not json \\x1b]0;title\\x07\\x1b[2J\\x00\\x9b" in out
+    assert "tool calls: ls\\x1b[2J;" in out and "(E\\x07: m\\x1b[1m)" in out
+
+
+@pytest.mark.parametrize(
+    "recording",
+    [
+        None,  # the seed stream as JSON lines
+        "provider-streams/openai-chat/openai-python-4cc50a61.sse",
+        "provider-streams/anthropic-messages/basic_response.sse",
+        "harness-sessions/acp-agent--snapshots--bash-tool-turn.jsonl",
+    ],
+)
+def test_a_byte_order_mark_is_skipped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, recording: str | None
+) -> None:
+    """Windows editors start a UTF-8 file with one; the SSE standard skips it, and so does the command."""
+    source = SHARED / "fixtures" / recording if recording else None
+    if source is not None and not source.is_file():
+        pytest.skip(f"{source} is absent")
+    path = tmp_path / (source.name if source else "seed.jsonl")
+    path.write_bytes(b"\xef\xbb\xbf" + (source.read_bytes() if source else jsonl(SEED_CHUNKS)))
+    status, out, _ = run(capsys, "check", "--json", "--policy", "harness", str(path))
+    found = reports(out)
+    assert status == 0 and found and all(r["ok"] for r in found), out
+    assert found[0]["lines"][0] >= 1
+
+
+def test_crlf_line_ends(capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: Path) -> None:
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(bad.read_bytes().replace(b"\n", b"\r\n"))
+    status, out, _ = run(capsys, "check", "--json", str(path))
+    (report,) = reports(out)
+    assert (status, report["code"], report["line"]) == (1, "BLOCK_NOT_OPEN", 5)
+    assert report["chunk"] == '{"type":"text-delta","index":0,"text":"!"}'
+
+
+@needs_sessions
+def test_a_session_log_through_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
+    """``streamfsm check <(zcat log.gz)``: a named pipe is read once, so its streams must come from that read."""
+    data = (SESSIONS / "acp-agent--snapshots--bash-tool-turn.jsonl").read_bytes()
+    read, write = os.pipe()
+    try:
+        os.write(write, data)  # smaller than a pipe's buffer
+        os.close(write)
+        status, out, _ = run(capsys, "check", "--json", "--policy", "harness", f"/dev/fd/{read}")
+    finally:
+        os.close(read)
+    assert status == 0
+    assert [(r["name"], r["ok"]) for r in reports(out)] == [(f"/dev/fd/{read}#0", True), (f"/dev/fd/{read}#1", True)]
+
+
+@needs_sessions
+@needs_provider_streams
+def test_a_folder_of_mixed_formats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    shutil.copy(SESSIONS / "acp-agent--snapshots--bash-tool-turn.jsonl", tmp_path / "a session.jsonl")
+    shutil.copy(PROVIDER_STREAMS / "openai-chat" / "groq-tool-call.jsonl", tmp_path / "b openai.jsonl")
+    shutil.copy(PROVIDER_STREAMS / "openai-chat" / "openai-python-4cc50a61.sse", tmp_path / "c openai.sse")
+    shutil.copy(PROVIDER_STREAMS / "anthropic-messages" / "basic_response.sse", tmp_path / "d anthropic.sse")
+    (tmp_path / "e chunks.ndjson").write_bytes(jsonl(SEED_CHUNKS))
+    status, out, err = run(capsys, "check", "--json", "--policy", "harness", str(tmp_path))
+    assert status == 0, err
+    assert [(Path(r["path"]).name, r["format"]) for r in reports(out)] == [
+        ("a session.jsonl", "harness-session"),
+        ("a session.jsonl", "harness-session"),
+        ("b openai.jsonl", "openai-sse"),
+        ("c openai.sse", "openai-sse"),
+        ("d anthropic.sse", "anthropic-sse"),
+        ("e chunks.ndjson", "jsonl"),
+    ]
+
+
+def test_links_that_loop(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A linked folder is not followed (no endless walk); a file link that loops cannot be read."""
+    (tmp_path / "good.jsonl").write_bytes(jsonl(SEED_CHUNKS))
+    (tmp_path / "again").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
+    status, out, err = run(capsys, "check", "--json", str(tmp_path))
+    assert status == 2
+    assert [r["path"] for r in reports(out)] == [str(tmp_path / "good.jsonl")]
+    assert err == f"streamfsm: {tmp_path / 'loop.jsonl'}: cannot read: Too many levels of symbolic links\n"
+
+
+def test_a_folder_that_cannot_be_read(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A subfolder the walk cannot open is an unreadable input, not silently skipped (root reads all: faked)."""
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "hidden.jsonl").write_bytes(jsonl(SEED_CHUNKS))
+    (tmp_path / "good.jsonl").write_bytes(jsonl(SEED_CHUNKS))
+    scandir = os.scandir
+
+    def guarded(path: Any = ".") -> Any:
+        if os.path.basename(os.fspath(path)) == "locked":
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", guarded)
+    status, out, err = run(capsys, "check", "--json", str(tmp_path))
+    assert status == 2
+    assert [r["path"] for r in reports(out)] == [str(tmp_path / "good.jsonl")]
+    assert err == f"streamfsm: {tmp_path / 'locked'}: cannot read: Permission denied\n"
+    status, _, err = run(capsys, "check", str(tmp_path / "locked"))
+    assert status == 2
+    assert err == f"streamfsm: {tmp_path / 'locked'}: cannot read: Permission denied\n"
+
+
 # -- check: the recordings ----------------------------------------------------------------------------
 
 
@@ -263,6 +400,7 @@ def test_the_session_logs_give_the_numbers_of_spec_4(
     assert status == 1, err
     found = reports(out)
     assert len(found) == 283
+    assert {r["format"] for r in found} == {"harness-session"}  # told apart by --format auto
     assert Counter(r["code"] or "ok" for r in found) == outcomes
     if policy == "harness":
         rejected = {Path(r["path"]).name: r["code"] for r in found if not r["ok"]}
@@ -371,6 +509,23 @@ def test_broken_provider_recordings(capsys: pytest.CaptureFixture[str], tmp_path
     lines = cases["torn.sse"][0].decode().splitlines()
     assert lines[torn["line"] - 1] == "event: content_block_delta"
     assert '"text": there' in lines[torn["line"]] and torn["chunk"] is not None
+
+
+@needs_provider_streams
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_an_sse_error_points_at_its_event(capsys: pytest.CaptureFixture[str], tmp_path: Path, newline: bytes) -> None:
+    """Whatever ends the lines, with comments, ids and no blank line at the end: the line the event starts at."""
+    body = (PROVIDER_STREAMS / "anthropic-messages" / "basic_response.sse").read_bytes().rstrip(b"\n")
+    body = b": a comment\n\nid: 1\n\n\n" + body.replace(b'"text":" there"', b'"text": there')
+    lines = body.split(b"\n")
+    torn = next(n for n, line in enumerate(lines, start=1) if b'"text": there' in line) - 1
+    assert lines[torn - 1] == b"event: content_block_delta"
+    path = tmp_path / "torn.sse"
+    path.write_bytes(body.replace(b"\n", newline))
+    status, out, _ = run(capsys, "check", "--json", str(path))
+    (report,) = reports(out)
+    assert (status, report["code"], report["line"]) == (1, "MALFORMED_RESPONSE", torn)
+    assert report["chunk"].startswith('{"type":"content_block_delta"')
 
 
 def test_an_sse_body_of_no_known_provider(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -500,14 +655,17 @@ def test_colours_only_when_wanted(bad: Path) -> None:
     assert "\x1b[" not in command("check", "--color", "always", str(bad), env={"NO_COLOR": "1"}).stdout
 
 
-def on_a_terminal(*argv: str, no_color: bool) -> str:
-    """Run the command with standard output and error on a pseudo-terminal; what it wrote there."""
+def on_a_terminal(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str]:
+    """Run the command with standard output and error on a pseudo-terminal: its status, and what it wrote there."""
     pty = pytest.importorskip("pty")
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    env.update({"COLUMNS": "160", "TERM": "xterm", **({"NO_COLOR": "1"} if no_color else {})})
     main, child = pty.openpty()
     done = subprocess.Popen(
-        [sys.executable, "-m", "streamfsm._cli", *argv], stdout=child, stderr=child, stdin=subprocess.DEVNULL, env=env
+        [sys.executable, "-m", "streamfsm._cli", *argv],
+        stdout=child,
+        stderr=child,
+        stdin=subprocess.DEVNULL,
+        env=child_env(COLUMNS="160", TERM="xterm", **(env or {})),
+        cwd=cwd,
     )
     os.close(child)
     chunks: list[bytes] = []
@@ -517,8 +675,7 @@ def on_a_terminal(*argv: str, no_color: bool) -> str:
     except OSError:  # EIO: the child has closed the terminal
         pass
     os.close(main)
-    assert done.wait(timeout=120) == 1
-    return b"".join(chunks).decode()
+    return done.wait(timeout=120), b"".join(chunks).decode()
 
 
 def colours(text: str) -> list[str]:
@@ -530,14 +687,27 @@ def colours(text: str) -> list[str]:
 @needs_sessions
 def test_on_a_terminal_colours_a_table_and_a_progress_bar() -> None:
     pytest.importorskip("rich")
-    shown = on_a_terminal("check", "--quiet", "--policy", "harness", str(SESSIONS), no_color=False)
+    argv = ("check", "--quiet", "--policy", "harness", str(SESSIONS))
+    status, shown = on_a_terminal(*argv)
+    assert status == 1
     assert "checked 283 streams in 121 files (policy harness)" in shown
     assert "STREAM_TRUNCATED" in shown and "\u2500" in shown  # the rich table's rule
     assert "checking" in shown  # the progress bar, on standard error
     assert colours(shown)
-    plain = on_a_terminal("check", "--quiet", "--policy", "harness", str(SESSIONS), no_color=True)
-    assert "checked 283 streams" in plain
-    assert not colours(plain)
+    for plain in (on_a_terminal(*argv, env={"NO_COLOR": "1"})[1], on_a_terminal(*argv, "--color", "never")[1]):
+        assert "checked 283 streams" in plain and "checking" in plain
+        assert not colours(plain)
+
+
+def test_the_progress_bar_shows_paths_as_they_are(tmp_path: Path) -> None:
+    """Square brackets in a path are rich's markup: shown as text, they must not style or break the bar."""
+    pytest.importorskip("rich")
+    (tmp_path / "x[").mkdir()
+    for name in ("x[/y].jsonl", "a [red]copy.jsonl", "b.jsonl"):
+        (tmp_path / name).write_bytes(jsonl(SEED_CHUNKS))
+    status, shown = on_a_terminal("check", "--quiet", ".", cwd=tmp_path)
+    assert status == 0, shown
+    assert "checked 3 streams in 3 files" in shown and "Traceback" not in shown
 
 
 def test_the_plain_summary() -> None:
@@ -553,6 +723,84 @@ def test_the_plain_summary() -> None:
         "  invalid     BLOCK_NOT_OPEN        2      1",
         "  unreadable                        -      1",
     ]
+
+
+# -- the process: a closed pipe, Ctrl-C ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv", [["check", "GOOD"], ["check", "--json", "GOOD"], ["assemble", "GOOD"], ["diagram"], ["check", "BIG"]]
+)
+def test_a_closed_pipe_is_exit_141_without_a_word(tmp_path: Path, good: Path, argv: list[str]) -> None:
+    """``streamfsm check ... | head``: the reader is gone before the command writes (or flushes at exit)."""
+    big = tmp_path / "big"
+    big.mkdir()
+    for n in range(300):
+        (big / f"{n:03}.jsonl").write_bytes(jsonl(SEED_CHUNKS))
+    paths = {"GOOD": str(good), "BIG": str(big)}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "streamfsm._cli", *(paths.get(a, a) for a in argv)],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env=child_env(),
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (_cli.EXIT_BROKEN_PIPE, b"")
+
+
+def test_ctrl_c_is_exit_130(tmp_path: Path) -> None:
+    """Interrupted while it reads standard input: one line on standard error, no traceback."""
+    wchan = Path(f"/proc/{os.getpid()}/wchan")
+    if not wchan.exists():
+        pytest.skip("needs /proc/PID/wchan to see the command waiting for its input")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "streamfsm._cli", "check", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+    )
+    try:
+        for _ in range(600):  # until it waits for its input, i.e. runs the command
+            if "pipe_read" in Path(f"/proc/{child.pid}/wchan").read_text():
+                break
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert (child.returncode, out, err) == (_cli.EXIT_INTERRUPTED, b"", b"streamfsm: interrupted\n")
+
+
+def test_ctrl_c_while_workers_check(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for n in range(4):
+        (tmp_path / f"{n}.jsonl").write_bytes(jsonl(SEED_CHUNKS))
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_cli, "_print_file", interrupt)
+    status, out, err = run(capsys, "check", "-j", "2", str(tmp_path))
+    assert (status, out, err) == (_cli.EXIT_INTERRUPTED, "", "streamfsm: interrupted\n")
+
+
+def test_workers_only_for_enough_work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    files = []
+    for n in range(3):
+        (tmp_path / f"{n}.jsonl").write_bytes(b"x" * 1000)
+        files.append(str(tmp_path / f"{n}.jsonl"))
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert _cli._workers(files, 0) == 1  # 3 kB: not worth starting processes
+    monkeypatch.setattr(_cli, "PARALLEL_MIN_BYTES", 3000)
+    assert _cli._workers(files, 0) == 3  # one per core, no more than the files
+    assert _cli._workers(files, 2) == 2 and _cli._workers(files, 1) == 1
 
 
 # -- the README -----------------------------------------------------------------------------------------

@@ -26,13 +26,14 @@ import io
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
 from ._config import Policy
+from ._convert import event_object
 from ._errors import ErrorCode, LlmError
 from ._machine import TABLE, StreamAssembler
 from ._models import StreamResult, ToolCallBlock
@@ -382,7 +383,7 @@ def _json_records(data: bytes) -> Iterator[tuple[int | None, str]]:
 
 def _provider_events(
     records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Mapping[str, Any]]:
     """Parsed provider events, with ``where`` following them; the end markers enforced as the adapters do."""
     who = "OpenAI" if fmt == "openai-sse" else "Anthropic"
     for line, text in records:
@@ -391,12 +392,7 @@ def _provider_events(
             return
         if not text:
             continue
-        try:
-            event = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            raise LlmError(f"{who}: an event is not JSON ({exc})", ErrorCode.MALFORMED_RESPONSE) from exc
-        if not isinstance(event, dict):
-            raise LlmError(f"{who}: an event is not a JSON object", ErrorCode.MALFORMED_RESPONSE)
+        event = event_object(text, who)
         yield event
         if sse and fmt == "anthropic-sse" and event.get("type") == "message_stop":
             return

@@ -13,6 +13,8 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Literal, Protocol
 
+import orjson
+
 from ._errors import ErrorCode, LlmError
 from ._wire import CallId, StreamChunk, WireBlock, WireFailure, WireFinishReason
 
@@ -39,6 +41,17 @@ def malformed(message: str) -> LlmError:
 
 #: The largest count the protocol carries (a JSON number that is still an exact integer).
 MAX_COUNT = 2**53 - 1
+
+
+def event_object(data: str, who: str) -> Mapping[str, Any]:
+    """One provider event's data: a JSON object, or ``MALFORMED_RESPONSE`` saying what it is instead."""
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise LlmError(f"{who}: an event is not JSON ({exc}): {data[:80]!r}", ErrorCode.MALFORMED_RESPONSE) from exc
+    if not isinstance(parsed, Mapping):
+        raise LlmError(f"{who}: an event is not a JSON object: {data[:80]!r}", ErrorCode.MALFORMED_RESPONSE)
+    return parsed
 
 
 def non_negative_int(value: object, field: str) -> int:

@@ -20,7 +20,7 @@ import orjson
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from ._abort import AbortSignal
-from ._convert import MAX_COUNT, classify_failure, error_detail
+from ._convert import MAX_COUNT, classify_failure, error_detail, event_object
 from ._errors import ErrorCode, LlmError
 
 __all__ = ["DEFAULT_TIMEOUT", "post_sse", "read_sse", "request_json", "retry_after_ms"]
@@ -188,7 +188,7 @@ async def post_sse(
                 if event.data == end:
                     return
                 if event.data:
-                    yield _json_object(event.data, who)
+                    yield event_object(event.data, who)
         except SSEError as exc:  # a subclass of httpx.TransportError: first
             raise LlmError(f"{who}: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
         except httpx.HTTPError as exc:
@@ -200,16 +200,6 @@ async def post_sse(
                 await response.aclose()
             if guard.closing is not None:
                 await guard.closing
-
-
-def _json_object(data: str, who: str) -> Mapping[str, Any]:
-    try:
-        parsed = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise LlmError(f"{who}: an event is not JSON ({exc}): {data[:80]!r}", ErrorCode.MALFORMED_RESPONSE) from exc
-    if not isinstance(parsed, Mapping):
-        raise LlmError(f"{who}: an event is not a JSON object: {data[:80]!r}", ErrorCode.MALFORMED_RESPONSE)
-    return parsed
 
 
 async def request_json(

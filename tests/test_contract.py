@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -320,5 +319,4 @@ def test_aborting_after_a_waiters_loop_was_closed_does_not_raise() -> None:
     loop.close()  # closed under it, the task never finished (nor removed its waiter)
     assert controller.abort() is True
     assert not waiting.done()
-    del waiting  # its "destroyed but pending" report goes to the test's log, not the end of the run
-    gc.collect()
+    waiting._log_destroy_pending = False  # type: ignore[attr-defined]  # pending on purpose: no report at exit

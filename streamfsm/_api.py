@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Generator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import IO, Any, TypeVar
 
 from ._config import Limits, Policy
+from ._errors import ErrorCode, LlmError
 from ._machine import StreamAssembler
 from ._models import StreamResult
 
@@ -22,6 +34,7 @@ __all__ = [
 ]
 
 C = TypeVar("C", bound=Mapping[str, Any])
+T = TypeVar("T")
 JsonLines = bytes | str | IO[bytes] | IO[str] | Iterable[bytes] | Iterable[str]
 
 
@@ -31,11 +44,21 @@ def assemble(
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
 ) -> StreamResult:
-    """Validate and assemble a whole stream of chunk dicts; raises :class:`LlmError` at the first violation."""
+    """Validate and assemble a whole stream of chunk dicts; raises :class:`LlmError` at the first violation.
+
+    An exception the upstream iterator raises is an :class:`LlmError`: one it raises itself as it is,
+    any other ``Exception`` as ``LlmError(UNKNOWN)`` raised from it (see :func:`avalidate`).
+    """
     asm = StreamAssembler(policy, limits)
     iterator = iter(chunks)
     try:
         asm.feed_many(iterator)
+    except Exception as exc:
+        _close_sync(iterator, quietly=True)
+        # feed_many lets the source's own exceptions through and says which ones they were.
+        if asm._source_failed and not isinstance(exc, LlmError):
+            raise _upstream_error(exc, asm) from exc
+        raise
     except BaseException:
         _close_sync(iterator, quietly=True)
         raise
@@ -48,17 +71,39 @@ async def aassemble(
     *,
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
+    timeout: float | None = None,
 ) -> StreamResult:
-    """:func:`assemble` for an async iterable; the upstream iterator is closed however this ends."""
+    """:func:`assemble` for an async iterable; the upstream iterator is closed however this ends.
+
+    Upstream failures, ``timeout`` and cancellation are handled as in :func:`avalidate`.
+    """
     asm = StreamAssembler(policy, limits)
     feed = asm.feed
     iterator = aiter(chunks)
+    idle = None if timeout is None else _Idle(timeout, asm)
+    ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
-        async for chunk in iterator:
-            feed(chunk)
+        if idle is None:
+            async for chunk in iterator:
+                ours = True
+                feed(chunk)
+                ours = False
+        else:
+            async for chunk in idle.pulled(iterator):
+                ours = True
+                feed(chunk)
+                ours = False
+    except Exception as exc:
+        await _close_async(iterator, quietly=True)
+        if ours or isinstance(exc, LlmError):
+            raise
+        raise _upstream_error(exc, asm) from exc
     except BaseException:
         await _close_async(iterator, quietly=True)
         raise
+    finally:
+        if idle is not None:
+            idle.stop()
     await _close_async(iterator)
     return asm.close()
 
@@ -72,15 +117,26 @@ def validate(
     """Pass chunks through, each once it is accepted; raises :class:`LlmError` at the first violation.
 
     At the end of input the stream must have finished (``STREAM_TRUNCATED`` otherwise). The upstream
-    iterator is closed on error and when the consumer stops early.
+    iterator is closed on error and when the consumer stops early. What the upstream iterator raises
+    becomes an :class:`LlmError` as in :func:`avalidate`.
     """
     asm = StreamAssembler(policy, limits)
     feed = asm.feed
     iterator = iter(chunks)
+    ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
         for chunk in iterator:
+            ours = True
             feed(chunk)
             yield chunk
+            ours = False
+    except Exception as exc:
+        _close_sync(iterator, quietly=True)
+        # Only what the upstream's __next__ raised is wrapped: not the machine's verdict on a chunk, nor
+        # what the consumer throws in at the yield.
+        if ours or isinstance(exc, LlmError):
+            raise
+        raise _upstream_error(exc, asm) from exc
     except BaseException:
         _close_sync(iterator, quietly=True)
         raise
@@ -93,23 +149,47 @@ async def avalidate(
     *,
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
+    timeout: float | None = None,
 ) -> AsyncGenerator[C, None]:
     """:func:`validate` for an async iterable.
 
-    The upstream async iterator is closed (``aclose()``) on error, on cancellation and when the
-    consumer stops early (``break`` then ``aclose()`` of this generator, or its finalisation).
-    ``CancelledError`` is never swallowed.
+    The upstream async iterator is closed (``aclose()``) on error, on timeout, on cancellation and
+    when the consumer stops early (``break`` then ``aclose()`` of this generator, or its finalisation).
+
+    Upstream failures: an :class:`LlmError` the upstream raises passes through unchanged; any other
+    ``Exception`` raised by the upstream's ``__anext__`` becomes ``LlmError(UNKNOWN)``, whose message
+    names the exception's type and text, raised ``from`` it (``__cause__`` is the original). What the
+    consumer's own code raises is not touched. ``CancelledError`` (any ``BaseException``) is never
+    swallowed nor wrapped.
+
+    ``timeout`` is an idle timeout: the most seconds to wait for *each* next chunk from the upstream
+    (the time the consumer spends between chunks does not count). When it passes, the upstream is
+    closed and ``LlmError(TIMEOUT)`` is raised. The wait is cancelled in the task that waits (no task
+    is created), by one timer a stream that is re-armed only when it runs out; ``None`` (the default)
+    waits for ever and adds nothing per chunk. It needs an asyncio event loop.
     """
     asm = StreamAssembler(policy, limits)
     feed = asm.feed
     iterator = aiter(chunks)
+    idle = None if timeout is None else _Idle(timeout, asm)
+    ours = False  # a chunk is in hand (fed, or out with the consumer): what is raised now is not the upstream's
     try:
-        async for chunk in iterator:
+        async for chunk in iterator if idle is None else idle.pulled(iterator):
+            ours = True
             feed(chunk)
             yield chunk
+            ours = False
+    except Exception as exc:
+        await _close_async(iterator, quietly=True)
+        if ours or isinstance(exc, LlmError):
+            raise
+        raise _upstream_error(exc, asm) from exc
     except BaseException:
         await _close_async(iterator, quietly=True)
         raise
+    finally:
+        if idle is not None:
+            idle.stop()
     await _close_async(iterator)
     asm.close()
 
@@ -175,3 +255,115 @@ async def _close_async(iterator: AsyncIterator[Any], *, quietly: bool = False) -
                 await aclose()
         else:
             await aclose()
+
+
+def _upstream_error(exc: Exception, asm: StreamAssembler) -> LlmError:
+    """What an upstream's own exception (not an :class:`LlmError`) becomes: ``UNKNOWN``, naming it."""
+    return LlmError(
+        f"the upstream failed after {asm.chunk_count} chunk(s): {type(exc).__name__}: {exc}",
+        ErrorCode.UNKNOWN,
+    )
+
+
+class _Idle:
+    """The idle timeout of one stream: the pull in progress is cancelled once it has waited ``timeout``.
+
+    One timer serves the whole stream. Each pull only notes when it started and in which task; when the
+    timer runs out it cancels that pull if it has waited long enough, and otherwise sets itself again for
+    when it would have. So a chunk costs a clock reading, not a timer of its own (with ``asyncio.timeout``
+    a pull would schedule and cancel one, and cancelled timers pile up while the upstream never suspends).
+    The cancellation is turned into ``LlmError(TIMEOUT)`` as ``asyncio.timeout`` turns it into
+    ``TimeoutError``: only if no other cancellation of the task came meanwhile.
+    """
+
+    __slots__ = ("asm", "fired", "handle", "loop", "started", "task", "timeout")
+
+    def __init__(self, timeout: float, asm: StreamAssembler) -> None:
+        self.timeout = timeout
+        self.asm = asm
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.handle: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.started = 0.0
+        self.fired = False
+
+    def pulled(self, iterator: AsyncIterator[T]) -> AsyncIterator[T]:
+        """``iterator``, each of its items awaited under the timeout."""
+        return _Timed(self, iterator.__anext__)
+
+    async def pull(self, pull: Callable[[], Awaitable[T]]) -> T:
+        """``await pull()``, cancelled with ``LlmError(TIMEOUT)`` if it takes more than ``timeout`` seconds."""
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a timeout needs an asyncio task")
+        loop = self.loop = task.get_loop()
+        self.started = loop.time()
+        self.task, self.fired = task, False
+        if self.handle is None:
+            self.handle = loop.call_at(self.started + self.timeout, self._expire)
+        cancelling = task.cancelling()
+        try:
+            item = await pull()
+        except asyncio.CancelledError as exc:
+            if self.fired and task.uncancel() <= cancelling:
+                err = self._error(exc)
+                raise err from err.__cause__
+            raise
+        except Exception as exc:
+            if self.fired:
+                task.uncancel()
+                err = self._error(exc)
+                raise err from err.__cause__
+            raise
+        finally:
+            self.task = None
+        if self.fired:  # the upstream swallowed the cancellation and answered anyway, too late
+            task.uncancel()
+            raise self._error(None)
+        return item
+
+    def _expire(self) -> None:
+        self.handle = None
+        task, loop = self.task, self.loop
+        if task is None or loop is None:
+            return  # no pull in progress: the next one sets the timer again
+        deadline = self.started + self.timeout
+        if loop.time() < deadline:
+            self.handle = loop.call_at(deadline, self._expire)
+        else:
+            self.fired = True
+            task.cancel()
+
+    def stop(self) -> None:
+        """Cancel the timer (at the end of the stream, however it ends)."""
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+    def _error(self, seen: BaseException | None) -> LlmError:
+        """``LlmError(TIMEOUT)`` caused by a ``TimeoutError``, itself caused by what the upstream raised then."""
+        expired = TimeoutError(f"no chunk within {self.timeout:g} s")
+        expired.__cause__ = seen
+        err = LlmError(
+            f"no chunk from the upstream within {self.timeout:g} s (after {self.asm.chunk_count} chunk(s)); "
+            "the upstream was closed",
+            ErrorCode.TIMEOUT,
+        )
+        err.__cause__ = expired
+        return err
+
+
+class _Timed(AsyncIterator[T]):
+    """An async iterator whose every ``__anext__`` goes through :meth:`_Idle.pull` (no generator to finalise)."""
+
+    __slots__ = ("idle", "pull")
+
+    def __init__(self, idle: _Idle, pull: Callable[[], Awaitable[T]]) -> None:
+        self.idle = idle
+        self.pull = pull
+
+    def __aiter__(self) -> _Timed[T]:
+        return self
+
+    def __anext__(self) -> Awaitable[T]:
+        return self.idle.pull(self.pull)

@@ -434,6 +434,7 @@ class StreamAssembler:
         "_policy",
         "_replay",
         "_result",
+        "_source_failed",
         "_start_mask",
         "_started",
         "_state",
@@ -464,6 +465,8 @@ class StreamAssembler:
         self._replay: Any = None
         self._error: LlmError | None = None
         self._result: StreamResult | None = None
+        # Set by feed_many when its source (not a chunk) raised: the entry points wrap only those errors.
+        self._source_failed = False
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -522,7 +525,9 @@ class StreamAssembler:
         """Feed chunks in order, as many ``feed`` calls would, at a lower cost per chunk.
 
         The hot path's test is inlined in this loop with the open block's fields held in locals,
-        refreshed whenever another path has moved the machine.
+        refreshed whenever another path has moved the machine. An exception raised by ``chunks``
+        itself (its ``__next__``) passes through unchanged; ``assemble`` tells it from the machine's
+        own by ``_source_failed``.
         """
         count = self._count
         max_chunks = self._max_chunks
@@ -533,6 +538,7 @@ class StreamAssembler:
             hot = self._hot
             delta_type, field, h_index, call_id, name = hot.delta_type, hot.field, hot.index, hot.hot_id, hot.name
             size, cap, append = hot.size, hot.cap, hot.parts.append
+        feeding = False  # True while a chunk is in the machine: an exception then is not the source's
         try:
             for chunk in chunks:
                 if hot is not None:
@@ -560,7 +566,9 @@ class StreamAssembler:
                     hot.size = size
                     append = _no_hot_block  # let go of the block's parts: block-end may free them
                 self._count = count
+                feeding = True
                 self._feed_other(chunk)
+                feeding = False
                 count = self._count
                 hot = self._hot
                 if hot is not None:
@@ -572,6 +580,9 @@ class StreamAssembler:
                         hot.name,
                     )
                     size, cap, append = hot.size, hot.cap, hot.parts.append
+        except BaseException:
+            self._source_failed = not feeding
+            raise
         finally:
             # Deltas the hot path took are counted in the locals; the other paths count themselves (a
             # rejected chunk too), so keep whichever is further along — also when the source raises.
@@ -1219,12 +1230,12 @@ class StreamAssembler:
 
     @staticmethod
     def _partial(b: _Open) -> Block:
+        """An interrupted block as far as it came, built as completed blocks are (every field set)."""
         content = b.content()
         if b.kind == "tool-call":
-            return ToolCallBlock.model_construct(id=CallId(b.id or ""), name=b.name or "", arguments=content)
-        if b.kind == "text":
-            return TextBlock(text=content)
-        return ReasoningBlock(text=content)
+            values = {"type": "tool-call", "id": CallId(b.id or ""), "name": b.name or "", "arguments": content}
+            return construct(ToolCallBlock, values)
+        return construct(_TEXT_MODEL[b.kind], {"type": b.kind, "text": content})
 
 
 _LIVE: Final = frozenset({READY, IN_BLOCK, USAGE})
@@ -1238,5 +1249,6 @@ _USAGE_FIELDS: Final = (
     ("cache_write_tokens", "cacheWriteTokens"),
     ("reasoning_tokens", "reasoningTokens"),
 )
-#: The finish reasons without a failure: frozen, so one instance of each serves every stream.
-_PLAIN_FINISH: Final = {kind: FinishReason(kind=kind) for kind in ("stop", "tool-calls", "max-tokens")}
+#: The finish reasons without a failure: frozen, so one instance of each serves every stream. Every
+#: field is given, as the precise path gives them (``model_fields_set`` is the same on every path).
+_PLAIN_FINISH: Final = {kind: FinishReason(kind=kind, failure=None) for kind in ("stop", "tool-calls", "max-tokens")}

@@ -248,14 +248,26 @@ def test_avalidate_never_swallows_cancellation(seed_chunks: Chunks) -> None:
     gc.collect()
 
 
-def test_upstream_exceptions_pass_through_unchanged(seed_chunks: Chunks) -> None:
-    async def broken() -> AsyncIterator[dict[str, Any]]:
+def test_upstream_exceptions_become_coded_errors(seed_chunks: Chunks) -> None:
+    """The upstream's own LlmError passes through; any other exception is UNKNOWN, raised from it.
+
+    (Every entry point, timeouts and cancellation: ``test_upstream.py``.)
+    """
+    dropped = ConnectionError("dropped")
+    limited = sf.LlmError("slow down", "RATE_LIMIT")
+
+    async def broken(error: Exception) -> AsyncIterator[dict[str, Any]]:
         yield seed_chunks[0]
-        raise ConnectionError("dropped")
+        raise error
 
     async def main() -> None:
-        with pytest.raises(ConnectionError):
-            await sf.aassemble(broken())
+        with pytest.raises(sf.LlmError) as info:
+            await sf.aassemble(broken(dropped))
+        assert info.value.code == "UNKNOWN" and info.value.__cause__ is dropped
+        assert "ConnectionError: dropped" in info.value.message
+        with pytest.raises(sf.LlmError) as info:
+            await sf.aassemble(broken(limited))
+        assert info.value is limited
 
     asyncio.run(main())
 

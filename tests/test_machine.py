@@ -112,3 +112,74 @@ def test_states_visited_by_a_stream(seed_chunks: list[dict[str, object]]) -> Non
     with pytest.raises(sf.LlmError):
         asm.feed(seed_chunks[0])
     assert asm.state == "FAILED"
+
+
+# -- the table is compiled from the declaration, at import: recompiled here against the rules --------
+
+
+#: The rules of the README's machine, written out: (state, chunk type) -> dest given the guards.
+def expected_dest(state: str, chunk_type: str, interleave: bool, last_open: bool, may_finish: bool) -> str | None:
+    deltas = ("text-delta", "reasoning-delta", "tool-call-delta")
+    if state == m.READY:
+        return {"block-start": m.IN_BLOCK, "usage": m.USAGE, "finish": m.FINISHED}.get(chunk_type)
+    if state == m.IN_BLOCK:
+        if chunk_type == "block-start":
+            return m.IN_BLOCK if interleave else None
+        if chunk_type in deltas:
+            return m.IN_BLOCK
+        if chunk_type == "block-end":
+            return m.READY if last_open else m.IN_BLOCK
+        if chunk_type == "usage":
+            return m.USAGE
+        return m.FINISHED if may_finish else None
+    if state == m.USAGE and chunk_type == "finish":
+        return m.FINISHED if may_finish else None
+    return None
+
+
+def test_the_table_compiles_to_what_the_rules_say() -> None:
+    table = m._compile()
+    assert table == m.TABLE
+    assert table[m.IN_BLOCK] == {
+        "block-start": ((m.IN_BLOCK, ("interleave",), ()),),
+        **{t: ((m.IN_BLOCK, (), ()),) for t in ("text-delta", "reasoning-delta", "tool-call-delta")},
+        "block-end": ((m.READY, ("last_open",), ()), (m.IN_BLOCK, (), ("last_open",))),
+        "usage": ((m.USAGE, (), ()),),
+        "finish": ((m.FINISHED, ("may_finish",), ()),),
+    }
+    assert set(table) == set(m.STATES) and table[m.FINISHED] == table[m.FAILED] == {}
+
+
+def test_the_resolved_table_is_the_rules_for_every_guard_mask() -> None:
+    """RESOLVED[state][type][mask]: bit 0 interleave, bit 1 last_open, bit 2 may_finish."""
+    resolved = m._resolve()
+    assert resolved == m.RESOLVED
+    for state in m.STATES:
+        assert set(resolved[state]) == set(m.TABLE[state])
+        for chunk_type in CHUNK_TYPES:
+            expected = tuple(
+                expected_dest(state, chunk_type, bool(mask & 1), bool(mask & 2), bool(mask & 4)) for mask in range(8)
+            )
+            assert resolved[state].get(chunk_type, (None,) * 8) == expected, (state, chunk_type)
+
+
+def test_the_declaration_per_policy() -> None:
+    """STRICT drops the interleaving edge, HARNESS takes it without a guard; nothing else changes."""
+    declared = m._declaration()
+    assert declared == [dict(t) for t in m.TRANSITIONS]
+    interleaving = {"trigger": "block-start", "source": m.IN_BLOCK, "dest": m.IN_BLOCK, "conditions": "interleave"}
+    assert m._declaration(sf.Policy.STRICT) == [t for t in declared if t != interleaving]
+    unguarded = {"trigger": "block-start", "source": m.IN_BLOCK, "dest": m.IN_BLOCK}
+    assert m._declaration(sf.Policy.HARNESS) == [unguarded if t == interleaving else t for t in declared]
+
+
+def test_the_policy_diagrams_are_the_declared_one_with_the_guard_resolved() -> None:
+    declared = sf.diagram().splitlines()
+    edge = "  IN_BLOCK --> IN_BLOCK: block-start [interleave] | text-delta | reasoning-delta | tool-call-delta | "
+    assert edge + "block-end [!last_open]" in declared
+    strict = [
+        line.replace("block-start [interleave] | ", "").replace("streamfsm", "streamfsm (strict)") for line in declared
+    ]
+    harness = [line.replace(" [interleave]", "").replace("streamfsm", "streamfsm (harness)") for line in declared]
+    assert sorted(sf.diagram(sf.Policy.STRICT).splitlines()) == sorted(strict)
+    assert sorted(sf.diagram("harness").splitlines()) == sorted(harness)

@@ -1,0 +1,235 @@
+"""What the machine builds, field by field, against values written out here (not derived from the machine).
+
+Results are built without pydantic's validation (``construct``), so each is checked to be the model
+pydantic itself would build: every field set, nothing else in it. Tool arguments are kept parsed up to
+16,384 characters (``ORJSON_MAX``) and not past it; the replay state is the one sent, copied; a
+snapshot shows each stage of a stream, also after a failure.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+from pydantic import BaseModel
+
+import streamfsm as sf
+
+from .builders import (
+    HARNESS,
+    STRICT,
+    end_text,
+    end_tool,
+    finish,
+    reasoning_delta,
+    start,
+    text_block,
+    text_delta,
+    tool_block,
+    tool_delta,
+    usage,
+)
+
+ORJSON_MAX = 16_384  # streamfsm._models.ORJSON_MAX, written out
+
+
+def models(result: sf.StreamResult) -> list[BaseModel]:
+    out: list[BaseModel] = [result, *result.blocks, *result.interrupted]
+    out += [m for m in (result.usage, result.finish, result.finish.failure) if m is not None]
+    return out
+
+
+STREAMS: dict[str, tuple[list[dict[str, Any]], sf.Policy]] = {
+    "text, reasoning and a tool call": (
+        [*text_block(0, "a", "b"), start(1, "reasoning"), reasoning_delta(1, "r"),
+         {"type": "block-end", "index": 1, "block": {"type": "reasoning", "text": "r"}},
+         *tool_block(2, "c1", "f", '{"x":', " 1}"), usage(3, 4, reasoningTokens=1), finish("tool-calls")],
+        STRICT,
+    ),
+    "blocks with no deltas": (
+        [start(0, "text"), end_text(0, "t"), start(1, "tool-call"), end_tool(1, "c", "g", "{}"), usage(),
+         finish("stop")],
+        STRICT,
+    ),
+    "cut off, with a failure": (
+        [start(0, "tool-call"), tool_delta(0, "c", '{"a', name="f"), start(1, "text"), text_delta(1, "t"),
+         finish("error", {"message": "m", "code": "SERVER", "status": 503})],
+        HARNESS,
+    ),
+}  # fmt: skip
+
+
+def assembled(chunks: list[dict[str, Any]], policy: sf.Policy, *, fast: bool) -> sf.StreamResult:
+    asm = sf.StreamAssembler(policy)
+    asm._fast = fast
+    asm.feed_many(chunks)
+    return asm.close()
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast paths", "precise path"])
+@pytest.mark.parametrize(("chunks", "policy"), STREAMS.values(), ids=STREAMS.keys())
+def test_results_are_the_models_pydantic_would_build(
+    chunks: list[dict[str, Any]], policy: sf.Policy, fast: bool
+) -> None:
+    result = assembled(chunks, policy, fast=fast)
+    for call in result.tool_calls:
+        assert "parsed_arguments" in vars(call)  # kept from the check, not parsed again
+        assert call.parsed_arguments == orjson.loads(call.arguments)
+    for model in models(result):
+        cls = type(model)
+        fields = set(cls.model_fields)
+        assert model.model_fields_set == fields, cls
+        assert set(vars(model)) - {"parsed_arguments"} == fields, cls  # nothing stray in the instance
+        assert model.__pydantic_extra__ is None and model.__pydantic_private__ is None
+        again = cls.model_validate(model.model_dump())
+        assert again == model and again.model_fields_set == fields
+        assert model.model_dump(exclude_unset=True) == model.model_dump()
+
+
+@pytest.mark.parametrize(
+    ("length", "kept"), [(ORJSON_MAX - 1, True), (ORJSON_MAX, True), (ORJSON_MAX + 1, False), (3 * ORJSON_MAX, False)]
+)
+@pytest.mark.parametrize("deltas", [True, False], ids=["with deltas", "no deltas"])
+def test_parsed_arguments_are_kept_up_to_orjson_max(length: int, kept: bool, deltas: bool) -> None:
+    arguments = '{"a": "' + "x" * (length - 9) + '"}'
+    assert len(arguments) == length
+    body = [tool_delta(0, "c", arguments[:10], name="f"), tool_delta(0, "c", arguments[10:])] if deltas else []
+    result = sf.assemble(
+        [start(0, "tool-call"), *body, end_tool(0, "c", "f", arguments), usage(), finish("tool-calls")]
+    )
+    (call,) = result.tool_calls
+    assert ("parsed_arguments" in vars(call)) is kept
+    assert call.parsed_arguments == {"a": "x" * (length - 9)}
+
+
+@pytest.mark.parametrize(
+    "replay",
+    [{"cursor": [1, "a", None, True, 2.5]}, [1, {"b": []}], "opaque", 0, None],
+    ids=["object", "list", "string", "zero", "null"],
+)
+@pytest.mark.parametrize("kind", ["stop", "error"])
+def test_the_replay_state_is_the_one_sent_and_a_copy(replay: Any, kind: str) -> None:
+    sent = copy.deepcopy(replay)
+    failure = {"message": "m", "code": "SERVER"} if kind == "error" else None
+    chunks = [*text_block(0, "hi"), usage(), finish(kind, failure, replayState=sent)]
+    for result in (sf.assemble(chunks), sf.assemble_jsonl([orjson.dumps(c) for c in chunks])):
+        assert result.replay_state == replay
+        if isinstance(sent, dict | list):
+            assert result.replay_state is not sent
+    without = sf.assemble([*chunks[:-1], finish(kind, failure)])
+    assert without.replay_state is None
+
+
+def test_a_snapshot_at_every_stage() -> None:
+    asm = sf.StreamAssembler()
+    asm.feed_many([*text_block(0, "a"), start(1, "tool-call"), tool_delta(1, "c1", '{"k": [1', name="f")])
+    snap = asm.snapshot()
+    assert (snap.state, snap.chunk_count, snap.usage, snap.finish) == ("IN_BLOCK", 5, None, None)
+    assert snap.blocks == [sf.TextBlock(text="a")]
+    (tool,) = snap.open
+    assert (tool.index, tool.block_type, tool.id, tool.name, tool.arguments, tool.partial_arguments, tool.text) == (
+        1, "tool-call", "c1", "f", '{"k": [1', {"k": [1]}, "",
+    )  # fmt: skip
+    asm.feed_many([tool_delta(1, "c1", "]}"), end_tool(1, "c1", "f", '{"k": [1]}'), usage(7, 8)])
+    snap = asm.snapshot()
+    assert (snap.state, snap.chunk_count, snap.open) == ("USAGE", 8, [])
+    assert snap.usage == sf.Usage(input_tokens=7, output_tokens=8) and snap.finish is None
+    assert [b.type for b in snap.blocks] == ["text", "tool-call"]
+    asm.feed(finish("stop"))
+    snap = asm.snapshot()
+    assert (snap.state, snap.usage, snap.finish) == ("FINISHED", sf.Usage(input_tokens=7, output_tokens=8),
+                                                    sf.FinishReason(kind="stop"))  # fmt: skip
+
+
+def test_a_snapshot_of_a_tool_call_with_no_id_yet() -> None:
+    asm = sf.StreamAssembler(HARNESS)
+    asm.feed_many([start(0, "tool-call"), start(1, "text"), text_delta(1, "t")])
+    tool, text = asm.snapshot().open
+    assert (tool.id, tool.name, tool.arguments, tool.partial_arguments) == (None, None, "", None)
+    assert (text.text, text.id) == ("t", None)
+
+
+BIG = ["x" * (k % 5) for k in range(9_000)]  # 9,000 deltas: the block is flushed into segments on the way
+BIG_TEXT = "".join(BIG)
+
+
+@pytest.mark.parametrize(
+    ("carried", "ok"),
+    [
+        (BIG_TEXT, True),
+        (BIG_TEXT + "x", False),
+        (BIG_TEXT[:-1], False),
+        ("y" + BIG_TEXT[1:], False),
+        (BIG_TEXT[:9_000] + "y" + BIG_TEXT[9_001:], False),
+        (BIG_TEXT[:-1] + "y", False),
+        ("", False),
+    ],
+    ids=["the same", "longer", "shorter", "first differs", "middle differs", "last differs", "empty"],
+)
+@pytest.mark.parametrize("kind", ["text", "tool-call"])
+def test_a_big_block_is_compared_piece_by_piece(carried: str, ok: bool, kind: str) -> None:
+    if kind == "text":
+        chunks = [*text_block(0, *BIG)[:-1], end_text(0, carried), usage(), finish("stop")]
+    else:
+        wrap = ['{"a": "', *BIG, '"}']
+        chunks = [start(0, "tool-call"), *(tool_delta(0, "c", p, name="f") for p in wrap),
+                  end_tool(0, "c", "f", '{"a": "' + carried + '"}'), usage(), finish("tool-calls")]  # fmt: skip
+    end = len(chunks) - 3
+    for feed in ("feed", "feed_many"):
+        asm = sf.StreamAssembler()
+        try:
+            if feed == "feed":
+                for chunk in chunks:
+                    asm.feed(chunk)
+            else:
+                asm.feed_many(chunks)
+        except sf.LlmError as err:
+            assert not ok and (err.code, err.chunk_index) == ("BLOCK_CONTENT_MISMATCH", end)
+            assert asm.snapshot().open[0].text + asm.snapshot().open[0].arguments == (
+                BIG_TEXT if kind == "text" else '{"a": "' + BIG_TEXT + '"}'
+            )
+            continue
+        assert ok
+        result = asm.close()
+        assert (result.text if kind == "text" else result.tool_calls[0].parsed_arguments["a"]) == BIG_TEXT
+
+
+def test_a_big_tool_call_that_is_not_an_object_can_still_be_seen() -> None:
+    """After the arguments are settled (compared and joined) they are refused; the snapshot still shows them."""
+    arguments = "[" + ",".join(["1"] * 6_000) + "]"
+    pieces = [arguments[k : k + 2] for k in range(0, len(arguments), 2)]
+    chunks = [
+        start(0, "tool-call"),
+        *(tool_delta(0, "c", p, name="f") for p in pieces),
+        end_tool(0, "c", "f", arguments),
+    ]
+    for fast in (True, False):
+        asm = sf.StreamAssembler()
+        asm._fast = fast
+        with pytest.raises(sf.LlmError) as info:
+            asm.feed_many(chunks)
+        assert (info.value.code, info.value.chunk_index) == ("TOOL_ARGUMENTS_INVALID", len(chunks) - 1)
+        (tool,) = asm.snapshot().open
+        assert tool.arguments == arguments and tool.partial_arguments is None
+
+
+def test_an_interrupted_tool_call_before_its_id_came() -> None:
+    """Cut off before any delta: the id and name that never arrived are empty strings (README, API)."""
+    result = sf.assemble([start(0, "tool-call"), usage(), finish("max-tokens")])
+    (cut,) = result.interrupted
+    assert isinstance(cut, sf.ToolCallBlock)
+    assert (cut.id, cut.name, cut.arguments, cut.parsed_arguments) == ("", "", "", {})
+
+
+def test_models_are_complete_on_a_cold_cache() -> None:
+    """``construct`` caches each model's field names; built with an empty cache, a model is the same."""
+    from streamfsm import _machine
+
+    _machine._FIELDS_SET.clear()
+    chunks, policy = STREAMS["text, reasoning and a tool call"]
+    result = assembled(chunks, policy, fast=True)
+    for model in models(result):
+        assert model.model_fields_set == set(type(model).model_fields), type(model)
+    assert _machine._FIELDS_SET, "the cache is filled again"

@@ -83,16 +83,10 @@ async def aassemble(
     idle = None if timeout is None else _Idle(timeout, asm)
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
-        if idle is None:
-            async for chunk in iterator:
-                ours = True
-                feed(chunk)
-                ours = False
-        else:
-            async for chunk in idle.pulled(iterator):
-                ours = True
-                feed(chunk)
-                ours = False
+        async for chunk in iterator if idle is None else idle.pulled(iterator):
+            ours = True
+            feed(chunk)
+            ours = False
     except Exception as exc:
         await _close_async(iterator, quietly=True)
         if ours or isinstance(exc, LlmError):

@@ -55,6 +55,8 @@ class Contender:
     content: Callable[[Any], Content] | None = None
     #: The peer (distribution) this contender belongs to, for the notes.
     peer: str = ""
+    #: Which workloads it runs on; None for all.
+    applies: Callable[[Workload], bool] | None = None
 
     def check(self, workload: Workload, results: list[Any]) -> str | None:
         """None when every stream's result holds what the workload holds; else the first difference."""
@@ -121,9 +123,55 @@ def _run_bare_jsonl(blobs: list[bytes]) -> list[Any]:
     return out
 
 
+def _run_bare_models(streams: list[list[dict[str, Any]]]) -> list[Any]:
+    """The bare loop, per block, plus the result models streamfsm returns, built as cheaply as streamfsm builds
+    them (``construct``: no validation) and checking nothing: the floor of any assembler that returns them.
+
+    Takes STRICT streams (one block open at a time), and ids and names from the block-ends.
+    """
+    from streamfsm._machine import _PLAIN_FINISH, construct
+    from streamfsm._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, Usage
+
+    out: list[Any] = []
+    for s in streams:
+        blocks: list[Any] = []
+        parts: list[str] = []
+        usage = finish = None
+        for c in s:
+            t = c["type"]
+            if t == "text-delta" or t == "reasoning-delta":
+                parts.append(c["text"])
+            elif t == "tool-call-delta":
+                parts.append(c["argumentsDelta"])
+            elif t == "block-end":
+                wire = c["block"]
+                kind = wire["type"]
+                joined = "".join(parts)
+                parts = []
+                if kind == "tool-call":
+                    blocks.append(construct(ToolCallBlock, {"type": kind, "id": wire["id"], "name": wire["name"],
+                                                            "arguments": joined}))
+                else:
+                    blocks.append(construct(TextBlock if kind == "text" else ReasoningBlock,
+                                            {"type": kind, "text": joined}))
+            elif t == "usage":
+                u = c["usage"]
+                usage = construct(Usage, {"input_tokens": u["inputTokens"], "output_tokens": u["outputTokens"],
+                                          "cache_read_tokens": u.get("cacheReadTokens"),
+                                          "cache_write_tokens": u.get("cacheWriteTokens"),
+                                          "reasoning_tokens": u.get("reasoningTokens")})
+            elif t == "finish":
+                finish = _PLAIN_FINISH[c["reason"]["kind"]]
+        out.append(construct(StreamResult, {"blocks": blocks, "usage": usage, "finish": finish, "interrupted": [],
+                                            "replay_state": None}))
+    return out
+
+
 def baselines() -> list[Contender]:
     return [
         Contender("bare", "bare loop", "baseline", "dicts", lambda w: w.streams, _run_bare),
+        Contender("bare-models", "bare loop + result models", "baseline", "dicts", lambda w: w.streams,
+                  _run_bare_models, streamfsm_content, applies=lambda w: w.policy == "strict"),
         Contender("orjson", "orjson.loads", "baseline", "jsonl", lambda w: w.jsonl, _run_orjson),
         Contender("bare-jsonl", "orjson + bare loop", "baseline", "jsonl", lambda w: w.jsonl, _run_bare_jsonl),
     ]

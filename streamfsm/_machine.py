@@ -68,6 +68,7 @@ from ._models import (
     TextBlock,
     ToolCallBlock,
     Usage,
+    _Blank,
     parse_arguments,
     partial_object,
 )
@@ -242,9 +243,8 @@ def diagram(policy: Policy | str | None = None) -> str:
 _CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})
 _USAGE_REQUIRED: Final = frozenset({"stop", "tool-calls", "max-tokens"})
 M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
-_new = object.__new__
 _FIELDS_SET: dict[type[BaseModel], set[str]] = {}
+_BLANK: Final = _Blank  # a Final name is a C static in the compiled module, an import a dict lookup
 
 
 def construct(cls: type[M], values: dict[str, Any]) -> M:
@@ -252,18 +252,20 @@ def construct(cls: type[M], values: dict[str, Any]) -> M:
 
     ``values`` holds every field (defaults included); other keys fill ``cached_property`` slots
     (``ToolCallBlock.parsed_arguments``). What pydantic's ``model_construct`` does, minus its
-    default handling, which costs more than the validation it skips.
+    default handling, which costs more than the validation it skips; the model is filled as a
+    ``_Blank`` and then given its class (see ``_Blank``: a third of the cost of ``object.__setattr__``).
     """
-    obj = _new(cls)
-    _set(obj, "__dict__", values)
     fields_set = _FIELDS_SET.get(cls)
     if fields_set is None:
         fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
+    obj: Any = _BLANK()
+    obj.__dict__ = values
     # Shared by every instance of the class: frozen models never change it, and copies copy it.
-    _set(obj, "__pydantic_fields_set__", fields_set)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
+    obj.__pydantic_fields_set__ = fields_set
+    obj.__pydantic_extra__ = None
+    obj.__pydantic_private__ = None
+    obj.__class__ = cls
+    return obj  # type: ignore[no-any-return]
 
 
 def _tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> ToolCallBlock:
@@ -389,11 +391,19 @@ class _OpenToolCall(_Open):
         self.hot_id = _NO_ID
 
 
-_OPEN_OF: Final[dict[str, type[_Open]]] = {"text": _OpenText, "reasoning": _OpenReasoning, "tool-call": _OpenToolCall}
+def _open_block(kind: str, index: int, fast_cap: int) -> _Open | None:
+    """The open block of a ``blockType``, or None for an unknown one (direct calls: no argument parsing)."""
+    if kind == "text":
+        return _OpenText(index, fast_cap)
+    if kind == "tool-call":
+        return _OpenToolCall(index, fast_cap)
+    if kind == "reasoning":
+        return _OpenReasoning(index, fast_cap)
+    return None
 
 
-def _no_hot_block(value: str) -> None:  # pragma: no cover - feed_many appends only with a hot block
-    raise AssertionError("no hot block to append to")
+#: What ``feed_many`` holds instead of a block's parts while no block is hot (never appended to).
+_NO_PARTS: Final[list[str]] = []
 
 
 def _same_name(given: object, name: str | None) -> bool:
@@ -403,6 +413,11 @@ def _same_name(given: object, name: str | None) -> bool:
 
 def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _count_or_absent(value: object) -> bool:
+    """Whether an optional usage count is absent or a token count (the quick path's test)."""
+    return value is _ABSENT or (type(value) is int and 0 <= value <= _MAX_INT)
 
 
 def _short(value: str, limit: int = 40) -> str:
@@ -443,13 +458,23 @@ class StreamAssembler:
     )
 
     def __init__(self, policy: Policy | str = Policy.STRICT, limits: Limits | None = None) -> None:
-        self._policy = policy if type(policy) is Policy else Policy(policy)
-        self._limits = limits = limits if limits is not None else DEFAULT_LIMITS
-        self._interleave = interleave = self._policy is Policy.HARNESS
+        # Module constants, not Policy.X: an enum attribute is a slow read (EnumType's __getattr__).
+        if policy is _STRICT or policy is _HARNESS:
+            self._policy = policy
+        else:
+            self._policy = policy = Policy(policy)
+        self._interleave = interleave = policy is _HARNESS
         self._start_mask = 1 if interleave else 0  # the guard bits of a block-start (see RESOLVED)
-        self._max_chunks = limits.max_chunks
-        self._max_blocks = limits.max_blocks
-        self._fast_cap = limits.max_block_bytes // 4
+        if limits is None:  # a model's attributes are slow to read: the defaults' are read once, at import
+            self._limits = DEFAULT_LIMITS
+            self._max_chunks = _DEFAULT_MAX_CHUNKS
+            self._max_blocks = _DEFAULT_MAX_BLOCKS
+            self._fast_cap = _DEFAULT_FAST_CAP
+        else:
+            self._limits = limits
+            self._max_chunks = limits.max_chunks
+            self._max_blocks = limits.max_blocks
+            self._fast_cap = limits.max_block_bytes // 4
         # False sends every chunk through the precise path (the tests compare both ways).
         self._fast = True
         self._state = READY
@@ -533,11 +558,11 @@ class StreamAssembler:
         max_chunks = self._max_chunks
         hot = delta_type = field = h_index = call_id = name = None
         size = cap = 0
-        append: Callable[[str], None] = _no_hot_block
+        parts = _NO_PARTS
         if self._hot is not None:
             hot = self._hot
             delta_type, field, h_index, call_id, name = hot.delta_type, hot.field, hot.index, hot.hot_id, hot.name
-            size, cap, append = hot.size, hot.cap, hot.parts.append
+            size, cap, parts = hot.size, hot.cap, hot.parts
         feeding = False  # True while a chunk is in the machine: an exception then is not the source's
         try:
             for chunk in chunks:
@@ -558,13 +583,13 @@ class StreamAssembler:
                                     )
                                 ):
                                     size = new_size
-                                    append(value)
+                                    parts.append(value)
                                     count += 1
                                     continue
                     except Exception:
                         pass
                     hot.size = size
-                    append = _no_hot_block  # let go of the block's parts: block-end may free them
+                    parts = _NO_PARTS  # let go of the block's parts: block-end may free them
                 self._count = count
                 feeding = True
                 self._feed_other(chunk)
@@ -579,7 +604,7 @@ class StreamAssembler:
                         hot.hot_id,
                         hot.name,
                     )
-                    size, cap, append = hot.size, hot.cap, hot.parts.append
+                    size, cap, parts = hot.size, hot.cap, hot.parts
         except BaseException:
             self._source_failed = not feeding
             raise
@@ -598,7 +623,9 @@ class StreamAssembler:
             # (returns False, having changed nothing) at the first doubt, and the precise path decides.
             try:
                 t = chunk["type"]
-                if t == "text-delta" or t == "tool-call-delta" or t == "reasoning-delta":
+                if type(t) is not str:
+                    accepted = False
+                elif t == "text-delta" or t == "tool-call-delta" or t == "reasoning-delta":
                     accepted = self._quick_delta(chunk)
                 elif t == "block-end":
                     accepted = self._quick_block_end(chunk)
@@ -796,11 +823,10 @@ class StreamAssembler:
             or n >= self._max_chunks
         ):
             return False
-        opened = _OPEN_OF.get(kind)
         dest = RESOLVED[self._state]["block-start"][self._start_mask]  # KeyError after usage: declined
-        if opened is None or dest is None:
+        block = _open_block(kind, index, self._fast_cap)
+        if block is None or dest is None:
             return False
-        block = opened(index, self._fast_cap)
         open_blocks = self._open
         open_blocks[index] = block
         self._done.append(None)
@@ -919,9 +945,8 @@ class StreamAssembler:
             or not 0 <= outputs <= _MAX_INT
         ):
             return False
-        for optional in (cache_read, cache_write, reasoning):
-            if optional is not _ABSENT and (type(optional) is not int or not 0 <= optional <= _MAX_INT):
-                return False
+        if not (_count_or_absent(cache_read) and _count_or_absent(cache_write) and _count_or_absent(reasoning)):
+            return False
         self._usage = construct(
             Usage,
             {
@@ -999,7 +1024,9 @@ class StreamAssembler:
             self._limit(n, f"more than {self._limits.max_blocks} blocks")
         self._admit(n)
         kind = c["blockType"]
-        self._open[index] = _OPEN_OF[kind](index, self._fast_cap)
+        block = _open_block(kind, index, self._fast_cap)
+        assert block is not None, "the shape check admits the three block types only"
+        self._open[index] = block
         self._done.append(None)
         self._started += 1
 
@@ -1239,6 +1266,11 @@ class StreamAssembler:
 
 
 _LIVE: Final = frozenset({READY, IN_BLOCK, USAGE})
+_STRICT: Final = Policy.STRICT
+_HARNESS: Final = Policy.HARNESS
+_DEFAULT_MAX_CHUNKS: Final = DEFAULT_LIMITS.max_chunks
+_DEFAULT_MAX_BLOCKS: Final = DEFAULT_LIMITS.max_blocks
+_DEFAULT_FAST_CAP: Final = DEFAULT_LIMITS.max_block_bytes // 4
 _MAX_INT: Final = _shape.MAX_INT
 _ABSENT: Final = object()
 _TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}

@@ -102,6 +102,21 @@ class WireModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+class _Blank(WireModel):
+    """An empty result model that takes plain attribute assignment, for :func:`construct` (``_machine``).
+
+    A frozen model refuses ``setattr`` and ``object.__setattr__`` is a slow call, so the machine fills a
+    ``_Blank`` with ordinary assignments and then makes it the result class by setting ``__class__``:
+    every ``WireModel`` subclass has this class's memory layout (none adds slots), which CPython checks.
+    ``__delattr__`` is replaced too, or the ``setattr`` slot would stay the Python-level dispatcher.
+    """
+
+    __slots__ = ()
+    __init__ = object.__init__
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+
+
 class TextBlock(WireModel):
     """A complete text block."""
 

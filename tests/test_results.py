@@ -223,6 +223,35 @@ def test_an_interrupted_tool_call_before_its_id_came() -> None:
     assert (cut.id, cut.name, cut.arguments, cut.parsed_arguments) == ("", "", "", {})
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast paths", "precise path"])
+def test_results_behave_as_validated_models(fast: bool) -> None:
+    """Built as a ``_Blank`` and given their class (``construct``), results are indistinguishable from models
+    pydantic validated: frozen, hashable, equal, copied and pickled alike; ``model_copy(update=...)`` leaves
+    the field-name set the instances share untouched."""
+    import pickle
+
+    chunks, policy = STREAMS["text, reasoning and a tool call"]
+    result = assembled(chunks, policy, fast=fast)
+    usage = result.usage
+    assert usage is not None
+    for model in models(result):
+        cls = type(model)
+        assert cls.__name__ != "_Blank" and cls.__module__ == "streamfsm._models"
+        again = cls.model_validate(model.model_dump())
+        assert again == model and model == again and repr(model) == repr(again)
+        assert pickle.loads(pickle.dumps(model)) == model
+        assert copy.copy(model) == model and copy.deepcopy(model) == model
+        with pytest.raises(Exception, match="frozen"):
+            setattr(model, next(iter(cls.model_fields)), None)
+        with pytest.raises(Exception, match="frozen"):
+            delattr(model, next(iter(cls.model_fields)))
+    assert hash(usage) == hash(sf.Usage.model_validate(usage.model_dump()))
+    changed = usage.model_copy(update={"input_tokens": 99})
+    assert changed.input_tokens == 99 and usage.input_tokens == 3
+    assert usage.model_fields_set == set(sf.Usage.model_fields)
+    assert sf.assemble(chunks, policy=policy).usage == usage  # a later result: the shared set as it was
+
+
 def test_models_are_complete_on_a_cold_cache() -> None:
     """``construct`` caches each model's field names; built with an empty cache, a model is the same."""
     from streamfsm import _machine

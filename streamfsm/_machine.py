@@ -317,8 +317,9 @@ class _Open:
         self.hot_id: object = None
         # ``size`` counts units (characters plus one a part) while ``cap >= 0``, then UTF-8 bytes (``cap``
         # is -1 from then on): a character is 4 bytes at most, so units under a quarter of the byte
-        # limit are under it. The hot path appends while ``size`` stays within ``cap``; past it (the
-        # next flush, or the point where bytes must be counted exactly) the precise path takes the delta.
+        # limit are under it. The hot path appends while ``size`` stays within ``cap``; past it the quick
+        # path takes the delta (the next flush), but the one that must switch the block to exact bytes
+        # goes to the precise path (_grow counts the bytes so far, once); exact blocks stay on the quick path.
         self.size = 0
         self.cap = min(fast_cap, _FLUSH)
 
@@ -444,6 +445,7 @@ class StreamAssembler:
         "_interleave",
         "_limits",
         "_max_blocks",
+        "_max_bytes",
         "_max_chunks",
         "_open",
         "_policy",
@@ -469,11 +471,13 @@ class StreamAssembler:
             self._limits = DEFAULT_LIMITS
             self._max_chunks = _DEFAULT_MAX_CHUNKS
             self._max_blocks = _DEFAULT_MAX_BLOCKS
-            self._fast_cap = _DEFAULT_FAST_CAP
+            self._max_bytes = _DEFAULT_MAX_BYTES
+            self._fast_cap = _DEFAULT_MAX_BYTES // 4
         else:
             self._limits = limits
             self._max_chunks = limits.max_chunks
             self._max_blocks = limits.max_blocks
+            self._max_bytes = limits.max_block_bytes
             self._fast_cap = limits.max_block_bytes // 4
         # False sends every chunk through the precise path (the tests compare both ways).
         self._fast = True
@@ -846,9 +850,17 @@ class StreamAssembler:
             return False
         value = c[block.field]
         n = self._count
-        size = block.size + len(value) + 1 if type(value) is str else -1
-        if size < 0 or block.cap < 0 or size > self._fast_cap or n >= self._max_chunks:
+        if type(value) is not str or n >= self._max_chunks:
             return False
+        exact = block.cap < 0
+        if not exact:
+            size = block.size + len(value) + 1
+            if size > self._fast_cap:
+                return False  # the precise path switches the block to exact bytes (_grow)
+        else:
+            size = block.size + _utf8_len(value)
+            if size > self._max_bytes:
+                return False
         if block.hot_id is not None:  # a tool call
             cid = c["id"]
             name = c.get("name", _ABSENT)
@@ -868,7 +880,8 @@ class StreamAssembler:
         if len(parts) - block.flushed >= _FLUSH:
             block.flush()
         block.size = size
-        block.cap = min(self._fast_cap, size + _FLUSH)
+        if not exact:
+            block.cap = min(self._fast_cap, size + _FLUSH)
         self._count = n + 1
         return True
 
@@ -1108,8 +1121,8 @@ class StreamAssembler:
             block.size = sum(_utf8_len(p) for p in block.parts)
             block.cap = -1  # exact from here on
         size = block.size + _utf8_len(value)
-        if size > self._limits.max_block_bytes:
-            self._limit(n, f"{block.describe()} would hold {size} bytes, more than {self._limits.max_block_bytes}")
+        if size > self._max_bytes:
+            self._limit(n, f"{block.describe()} would hold {size} bytes, more than {self._max_bytes}")
         return size
 
     def _on_block_end(self, c: dict[str, Any], n: int) -> None:
@@ -1270,7 +1283,7 @@ _STRICT: Final = Policy.STRICT
 _HARNESS: Final = Policy.HARNESS
 _DEFAULT_MAX_CHUNKS: Final = DEFAULT_LIMITS.max_chunks
 _DEFAULT_MAX_BLOCKS: Final = DEFAULT_LIMITS.max_blocks
-_DEFAULT_FAST_CAP: Final = DEFAULT_LIMITS.max_block_bytes // 4
+_DEFAULT_MAX_BYTES: Final = DEFAULT_LIMITS.max_block_bytes
 _MAX_INT: Final = _shape.MAX_INT
 _ABSENT: Final = object()
 _TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}

@@ -8,8 +8,9 @@ machine's module docstring:
   within its ``cap`` (4,096 units — a character, plus one a delta — past the last delta the hot path
   did not take, and at most a quarter of ``max_block_bytes``) and the stream within ``max_chunks``;
 * **quick**: any other plain (``dict``) valid chunk, but a ``finish`` with a failure or a
-  ``replayState``, and a delta that takes a block past a quarter of ``max_block_bytes`` in units
-  (from then on its bytes are counted exactly, on the precise path);
+  ``replayState``, and the delta that takes a block past a quarter of ``max_block_bytes`` in units
+  (that one switches the block to exact UTF-8 bytes on the precise path; the quick path counts the
+  bytes of its later deltas);
 * **precise**: everything else, and every chunk that breaks a rule.
 
 The path of each chunk is read from a recording subclass of the source module's assembler (the
@@ -124,8 +125,10 @@ class Model:
             if not block.exact and size <= fast_cap:
                 block.size, block.cap = size, min(fast_cap, size + FLUSH)
                 return "quick"
+            if block.exact:
+                return "quick"  # bytes counted exactly, one delta at a time
             block.exact = True
-            return "precise"
+            return "precise"  # the switch: the block's bytes so far are counted once
         if t == "block-start":
             self.open[chunk["index"]] = _Block(chunk["blockType"], cap=min(fast_cap, FLUSH))
         elif t == "block-end":

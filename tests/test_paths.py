@@ -114,6 +114,29 @@ def test_limits_agree(policy: sf.Policy, limits: sf.Limits) -> None:
     check_same(streams, policy, limits=limits)
 
 
+@pytest.mark.parametrize(
+    "piece", ["é", "😀", "a", "\ud800", ""], ids=["2 bytes", "4 bytes", "1 byte", "surrogate", "empty"]
+)
+@pytest.mark.parametrize("kind", ["text", "tool-call"])
+def test_exact_bytes_past_a_quarter_of_the_limit(piece: str, kind: str) -> None:
+    """Past a quarter of ``max_block_bytes`` a block's UTF-8 bytes are counted exactly, on the quick path
+    too: ``LIMIT_EXCEEDED`` comes at the delta that passes 1,000 bytes, as counted here, on every path."""
+    limit = 1_000
+    size = len(piece.encode("utf-8", "surrogatepass"))
+    if kind == "text":
+        deltas = [{"type": "text-delta", "index": 0, "text": piece} for _ in range(2_000)]
+    else:
+        deltas = [{"type": "tool-call-delta", "index": 0, "id": "c", "argumentsDelta": piece} for _ in range(2_000)]
+    stream = [{"type": "block-start", "index": 0, "blockType": kind}, *deltas]
+    passes = next((k for k in range(1, 2_001) if k * size > limit), None)
+    # No finish: a stream that stays within the limit ends STREAM_TRUNCATED after its last delta.
+    want = ("LIMIT_EXCEEDED", passes) if passes is not None else ("STREAM_TRUNCATED", len(stream))
+    for fast in (True, False):
+        got = outcome(stream, sf.Policy.STRICT, limits=sf.Limits(max_block_bytes=limit), fast=fast)
+        assert got[:3] == ("error", *want), got
+    check_same([stream], sf.Policy.STRICT, limits=sf.Limits(max_block_bytes=limit))
+
+
 @pytest.mark.skipif(not SESSIONS.is_dir(), reason=f"the recordings folder {SESSIONS} is absent")
 @pytest.mark.parametrize("policy", list(sf.Policy))
 def test_recordings_agree(policy: sf.Policy) -> None:

@@ -123,6 +123,79 @@ def _run_bare_jsonl(blobs: list[bytes]) -> list[Any]:
     return out
 
 
+@dataclass(slots=True)
+class _PlainText:
+    type: str
+    text: str
+
+
+@dataclass(slots=True)
+class _PlainCall:
+    type: str
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(slots=True)
+class _PlainUsage:
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    reasoning_tokens: int | None
+
+
+@dataclass(slots=True)
+class _PlainResult:
+    blocks: list[Any]
+    usage: _PlainUsage | None
+    finish: Any
+    interrupted: list[Any]
+    replay_state: Any
+
+
+def _plain_content(result: _PlainResult) -> Content:
+    text = "".join(b.text for b in result.blocks if isinstance(b, _PlainText) and b.type == "text")
+    reasoning = "".join(b.text for b in result.blocks if isinstance(b, _PlainText) and b.type == "reasoning")
+    calls = tuple((b.id, b.name, b.arguments) for b in result.blocks if isinstance(b, _PlainCall))
+    return Content(text, reasoning, calls)
+
+
+def _run_bare_plain(streams: list[list[dict[str, Any]]]) -> list[Any]:
+    """``_run_bare_models`` with slotted dataclasses for the pydantic models: what the results' type costs."""
+    from streamfsm._machine import _PLAIN_FINISH
+
+    out: list[Any] = []
+    for s in streams:
+        blocks: list[Any] = []
+        parts: list[str] = []
+        usage = finish = None
+        for c in s:
+            t = c["type"]
+            if t == "text-delta" or t == "reasoning-delta":
+                parts.append(c["text"])
+            elif t == "tool-call-delta":
+                parts.append(c["argumentsDelta"])
+            elif t == "block-end":
+                wire = c["block"]
+                kind = wire["type"]
+                joined = "".join(parts)
+                parts = []
+                if kind == "tool-call":
+                    blocks.append(_PlainCall(kind, wire["id"], wire["name"], joined))
+                else:
+                    blocks.append(_PlainText(kind, joined))
+            elif t == "usage":
+                u = c["usage"]
+                usage = _PlainUsage(u["inputTokens"], u["outputTokens"], u.get("cacheReadTokens"),
+                                    u.get("cacheWriteTokens"), u.get("reasoningTokens"))
+            elif t == "finish":
+                finish = _PLAIN_FINISH[c["reason"]["kind"]]
+        out.append(_PlainResult(blocks, usage, finish, [], None))
+    return out
+
+
 def _run_bare_models(streams: list[list[dict[str, Any]]]) -> list[Any]:
     """The bare loop, per block, plus the result models streamfsm returns, built as cheaply as streamfsm builds
     them (``construct``: no validation) and checking nothing: the floor of any assembler that returns them.
@@ -172,6 +245,8 @@ def baselines() -> list[Contender]:
         Contender("bare", "bare loop", "baseline", "dicts", lambda w: w.streams, _run_bare),
         Contender("bare-models", "bare loop + result models", "baseline", "dicts", lambda w: w.streams,
                   _run_bare_models, streamfsm_content, applies=lambda w: w.policy == "strict"),
+        Contender("bare-plain", "bare loop + plain result objects", "baseline", "dicts", lambda w: w.streams,
+                  _run_bare_plain, _plain_content, applies=lambda w: w.key == "short"),
         Contender("orjson", "orjson.loads", "baseline", "jsonl", lambda w: w.jsonl, _run_orjson),
         Contender("bare-jsonl", "orjson + bare loop", "baseline", "jsonl", lambda w: w.jsonl, _run_bare_jsonl),
     ]

@@ -45,6 +45,9 @@ def test_smoke_run_prints_the_tables(smoke: tuple[subprocess.CompletedProcess[st
     assert "### Peak memory" in out
     assert "| bare loop" in out and "streamfsm assemble()" in out and "streamfsm feed()" in out
     assert "streamfsm assemble_jsonl()" in out
+    # The floors: what the result objects alone cost, beside the fixed cost of a stream.
+    assert "bare loop + result models" in out and "bare loop + plain result objects" in out
+    assert "the result models alone" in out and "plain slotted objects instead" in out
     for workload in ("typical", "text-", "args-", "short"):
         assert f"| {workload}" in out, workload
     # Every target row carries a verdict.

@@ -255,6 +255,18 @@ STREAMS: dict[str, tuple[Sequence[Mapping[str, Any]], sf.Policy, sf.Limits]] = {
         [*text(0, BIG[:3000]), *text(1, ["z"] * 50), usage(), finish("stop")], sf.Policy.STRICT,
         sf.Limits(max_block_bytes=20_000),
     ),
+    # 40 bytes: a cap of 10 units, passed by the 6th two-byte delta; the 20th brings exactly 40 bytes (and
+    # the tool call's last delta too).
+    "exact bytes up to the byte limit": (
+        [*text(0, ["é"] * 20), *tool_call(1, "c", "f", ['{"a": "', "é" * 15 + "x", '"}']), usage(),
+         finish("tool-calls")],
+        sf.Policy.STRICT, sf.Limits(max_block_bytes=40),
+    ),
+    # Under 4 bytes the cap in units is 0: the first delta already switches to exact bytes.
+    "a byte limit under 4": (
+        [*text(0, ["a", "b", "c"]), *text(1, ["é", "z"], "reasoning"), usage(), finish("stop")],
+        sf.Policy.STRICT, sf.Limits(max_block_bytes=3),
+    ),
 }  # fmt: skip
 
 

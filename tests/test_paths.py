@@ -156,3 +156,24 @@ def test_switching_off_the_fast_paths_keeps_every_chunk_off_them() -> None:
     fast.feed(SEED_CHUNKS[0])
     assert fast._hot is not None
     assert asm.close() == sf.assemble(SEED_CHUNKS)
+
+
+def test_exact_bytes_past_a_quarter_of_the_default_limit() -> None:
+    """With the default limits (64 MiB) a block switches to exact bytes past 16 MiB units, on every path."""
+    assert sf.Limits().max_block_bytes == 64 * 1024 * 1024
+    big = "x" * 9_000_000  # two of them pass 16,777,216 units
+    text = big + big + "é"
+    stream = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": big},
+        {"type": "text-delta", "index": 0, "text": big},  # the switch: 18,000,000 bytes so far
+        {"type": "text-delta", "index": 0, "text": "é"},  # exact: 18,000,002 bytes
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}},
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    for fast in (True, False):
+        asm = sf.StreamAssembler()
+        asm._fast = fast
+        asm.feed_many(stream)
+        assert asm.close().text == text

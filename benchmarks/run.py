@@ -504,9 +504,9 @@ def _git_commit() -> str:
     try:
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        # The run's own outputs (RESULTS.md and the plot of an earlier run) are not changes to what is measured.
+        # Changes to what is measured (the package, the harness, the build), not to docs or the run's own outputs.
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--",
-                                ".", ":(exclude)benchmarks/RESULTS.md", ":(exclude)benchmarks/ns_per_chunk.png"],
+                                "streamfsm", "benchmarks/*.py", "setup.py", "pyproject.toml"],
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip()
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):

@@ -30,6 +30,10 @@ __all__ = [
 
 _LONG_DIGITS = re.compile(r"[0-9]{19}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: The deepest nesting of tool arguments accepted: orjson's own limit, enforced on the standard parser too
+#: (whose limit depends on the interpreter: Python 3.13 parses 5,000 levels that 3.11 refuses).
+MAX_DEPTH = 1024
+_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 #: Tool arguments longer than this (characters) are parsed by the standard parser, not orjson.
 ORJSON_MAX = 16_384
 
@@ -46,7 +50,7 @@ def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
     run of 19 digits, is asked again of the standard parser, with ``NaN``/``Infinity`` turned away.
     Texts over :data:`ORJSON_MAX` characters go to the standard parser directly: orjson reserves about
     13 times its input while it parses. A lone surrogate *character* (not escaped) cannot be UTF-8
-    and is not JSON text. Nesting deeper than about a thousand levels is refused by both parsers.
+    and is not JSON text. Nesting deeper than :data:`MAX_DEPTH` (1,024) levels is refused by both.
     """
     if len(arguments) <= ORJSON_MAX:
         try:
@@ -68,11 +72,29 @@ def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
+def _too_deep(text: str) -> bool:
+    """Whether arrays and objects nest deeper than :data:`MAX_DEPTH` (brackets inside strings do not count)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False  # the common case, at C speed
+    depth = 0
+    for token in _NESTING.finditer(text):
+        bracket = token.group()
+        if bracket == "[" or bracket == "{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif bracket == "]" or bracket == "}":
+            depth -= 1
+    return False
+
+
 def _stdlib_loads(text: str) -> tuple[Any, str]:
     """The standard parser, held to RFC 8259: (value, '') or (None, why not)."""
     surrogate = _SURROGATE.search(text)
     if surrogate is not None:
         return None, f"unpaired surrogate U+{ord(surrogate.group()):04X} at character {surrogate.start()}"
+    if _too_deep(text):
+        return None, f"nested too deeply (more than {MAX_DEPTH} levels)"
     try:
         return json.loads(text, parse_constant=_no_constant), ""
     except RecursionError:

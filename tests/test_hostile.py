@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
+import sys
 import types
 from collections import UserDict
 from typing import Any
@@ -152,6 +154,29 @@ def test_hostile_arguments_are_refused_not_crashed(arguments: str) -> None:
         assert math.isinf(outcome.tool_calls[0].parsed_arguments["a"])
     else:
         assert outcome == ("TOOL_ARGUMENTS_INVALID", 1)
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["orjson (short)", "standard parser (over 16 kB)"])
+@pytest.mark.parametrize("depth", [900, 1024, 1025, 5_000])
+def test_nesting_is_bounded_on_every_interpreter(depth: int, long: bool) -> None:
+    """1,024 levels at most, on both parsers and whatever the interpreter's own limit (3.13 parses 5,000 levels).
+
+    On Python 3.11 the standard parser follows the interpreter's recursion limit and refuses from about 1,000
+    levels: there only the bound itself is checked."""
+    arguments = '{"a": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}" + (" " * 20_000 if long else "")
+    chunks = [start(0, "tool-call"), end_tool(0, "c1", "f", arguments), usage(), finish("tool-calls")]
+    outcome = fed(chunks)
+    if depth > 1024:
+        assert outcome == ("TOOL_ARGUMENTS_INVALID", 1)
+    elif depth <= 900 or not long or sys.version_info >= (3, 12):
+        assert isinstance(outcome, sf.StreamResult), outcome
+
+
+def test_brackets_in_strings_are_not_nesting() -> None:
+    value = {"a": "[{" * 3_000, "b": ["]]]", "\\", '"[[['], "c": [[[]]]}
+    arguments = json.dumps(value) + " " * 20_000  # the standard parser's path, past the cheap bracket count
+    result = sf.assemble([start(0, "tool-call"), end_tool(0, "c1", "f", arguments), usage(), finish("tool-calls")])
+    assert result.tool_calls[0].parsed_arguments == value
 
 
 def test_lone_surrogates_in_text_are_text() -> None:

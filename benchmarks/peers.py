@@ -162,43 +162,10 @@ def _plain_content(result: _PlainResult) -> Content:
     return Content(text, reasoning, calls)
 
 
-def _run_bare_plain(streams: list[list[dict[str, Any]]]) -> list[Any]:
-    """``_run_bare_models`` with slotted dataclasses for the pydantic models: what the results' type costs."""
-    from streamfsm._machine import _PLAIN_FINISH
-
-    out: list[Any] = []
-    for s in streams:
-        blocks: list[Any] = []
-        parts: list[str] = []
-        usage = finish = None
-        for c in s:
-            t = c["type"]
-            if t == "text-delta" or t == "reasoning-delta":
-                parts.append(c["text"])
-            elif t == "tool-call-delta":
-                parts.append(c["argumentsDelta"])
-            elif t == "block-end":
-                wire = c["block"]
-                kind = wire["type"]
-                joined = "".join(parts)
-                parts = []
-                if kind == "tool-call":
-                    blocks.append(_PlainCall(kind, wire["id"], wire["name"], joined))
-                else:
-                    blocks.append(_PlainText(kind, joined))
-            elif t == "usage":
-                u = c["usage"]
-                usage = _PlainUsage(u["inputTokens"], u["outputTokens"], u.get("cacheReadTokens"),
-                                    u.get("cacheWriteTokens"), u.get("reasoningTokens"))
-            elif t == "finish":
-                finish = _PLAIN_FINISH[c["reason"]["kind"]]
-        out.append(_PlainResult(blocks, usage, finish, [], None))
-    return out
-
-
-def _run_bare_models(streams: list[list[dict[str, Any]]]) -> list[Any]:
-    """The bare loop, per block, plus the result models streamfsm returns, built as cheaply as streamfsm builds
-    them (``construct``: no validation) and checking nothing: the floor of any assembler that returns them.
+def _run_bare_results(streams: list[list[dict[str, Any]]], plain: bool) -> list[Any]:
+    """The bare loop, per block, plus the result objects: the pydantic models streamfsm returns, built as
+    cheaply as streamfsm builds them (``construct``: no validation), or with ``plain`` slotted dataclasses.
+    It checks nothing: the floor of any assembler that returns such objects.
 
     Takes STRICT streams (one block open at a time), and ids and names from the block-ends.
     """
@@ -209,7 +176,8 @@ def _run_bare_models(streams: list[list[dict[str, Any]]]) -> list[Any]:
     for s in streams:
         blocks: list[Any] = []
         parts: list[str] = []
-        usage = finish = None
+        usage: Any = None
+        finish = None
         for c in s:
             t = c["type"]
             if t == "text-delta" or t == "reasoning-delta":
@@ -222,22 +190,33 @@ def _run_bare_models(streams: list[list[dict[str, Any]]]) -> list[Any]:
                 joined = "".join(parts)
                 parts = []
                 if kind == "tool-call":
-                    blocks.append(construct(ToolCallBlock, {"type": kind, "id": wire["id"], "name": wire["name"],
-                                                            "arguments": joined}))
+                    blocks.append(_PlainCall(kind, wire["id"], wire["name"], joined) if plain else construct(
+                        ToolCallBlock, {"type": kind, "id": wire["id"], "name": wire["name"], "arguments": joined}))
                 else:
-                    blocks.append(construct(TextBlock if kind == "text" else ReasoningBlock,
-                                            {"type": kind, "text": joined}))
+                    blocks.append(_PlainText(kind, joined) if plain else construct(
+                        TextBlock if kind == "text" else ReasoningBlock, {"type": kind, "text": joined}))
             elif t == "usage":
                 u = c["usage"]
-                usage = construct(Usage, {"input_tokens": u["inputTokens"], "output_tokens": u["outputTokens"],
-                                          "cache_read_tokens": u.get("cacheReadTokens"),
-                                          "cache_write_tokens": u.get("cacheWriteTokens"),
-                                          "reasoning_tokens": u.get("reasoningTokens")})
+                usage = _PlainUsage(u["inputTokens"], u["outputTokens"], u.get("cacheReadTokens"),
+                                    u.get("cacheWriteTokens"), u.get("reasoningTokens")) if plain else construct(
+                    Usage, {"input_tokens": u["inputTokens"], "output_tokens": u["outputTokens"],
+                            "cache_read_tokens": u.get("cacheReadTokens"),
+                            "cache_write_tokens": u.get("cacheWriteTokens"),
+                            "reasoning_tokens": u.get("reasoningTokens")})
             elif t == "finish":
                 finish = _PLAIN_FINISH[c["reason"]["kind"]]
-        out.append(construct(StreamResult, {"blocks": blocks, "usage": usage, "finish": finish, "interrupted": [],
-                                            "replay_state": None}))
+        out.append(_PlainResult(blocks, usage, finish, [], None) if plain else construct(
+            StreamResult, {"blocks": blocks, "usage": usage, "finish": finish, "interrupted": [],
+                           "replay_state": None}))
     return out
+
+
+def _run_bare_models(streams: list[list[dict[str, Any]]]) -> list[Any]:
+    return _run_bare_results(streams, plain=False)
+
+
+def _run_bare_plain(streams: list[list[dict[str, Any]]]) -> list[Any]:
+    return _run_bare_results(streams, plain=True)
 
 
 def baselines() -> list[Contender]:

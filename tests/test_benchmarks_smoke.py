@@ -99,3 +99,28 @@ def test_plot_written_or_its_absence_explained(smoke: tuple[subprocess.Completed
         assert "ns_per_chunk.png" in report
     else:
         assert "matplotlib is not installed" in report
+
+
+def test_instruction_counts_without_valgrind(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m benchmarks.instructions`` says what it needs instead of failing (valgrind runs are too slow here)."""
+    from benchmarks import instructions
+
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
+    assert instructions.main([]) == 2
+    assert "valgrind is not installed" in capsys.readouterr().err
+
+
+def test_instruction_counts_are_read_from_valgrinds_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import instructions
+
+    counts = {"0": "1,000,000", "4": "9,000,000"}
+
+    def fake_run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        assert cmd[:2] == ["valgrind", "--tool=callgrind"] and cmd[-2] in ("short", "typical")
+        return subprocess.CompletedProcess(cmd, 0, "", f"==1== I   refs:      {counts[cmd[-1]]}\n")
+
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/bin/valgrind")
+    monkeypatch.setattr(instructions.subprocess, "run", fake_run)
+    assert instructions.instructions("short", 4) - instructions.instructions("short", 0) == 8_000_000

@@ -1,0 +1,70 @@
+"""Instructions per chunk and per short stream, counted by valgrind's callgrind: deterministic where timings are not.
+
+    python -m benchmarks.instructions [--rounds N]      # about a minute on 2 cores
+
+Runs ``assemble()`` on the short streams (5 chunks each) and on the typical turn in child interpreters under
+``valgrind --tool=callgrind``, each twice (with and without the work, the difference is the work's own), and
+prints instructions per 5-chunk stream, per typical chunk, and the fixed cost of a stream in typical chunks as
+``python -m benchmarks`` defines it. Instruction counts are not time (allocation-heavy code runs at fewer
+instructions per cycle), but they move by a few per cent between runs where timings on a noisy VM move by half:
+a tool for comparing two versions of the machine, not for the targets. Needs ``valgrind`` on the PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+
+_DRIVER = """
+import sys
+import streamfsm as sf
+from benchmarks.workloads import short_streams, typical_turn
+kind, rounds = sys.argv[1], int(sys.argv[2])
+streams = short_streams(1000).streams if kind == "short" else typical_turn().streams * 10
+assemble = sf.assemble
+for s in streams[:10]:
+    assemble(s)
+for _ in range(rounds):
+    for s in streams:
+        assemble(s)
+"""
+
+
+def instructions(kind: str, rounds: int) -> int:
+    """Instructions (Ir) of a child interpreter that assembles ``rounds`` rounds of the workload."""
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", _DRIVER, kind,
+         str(rounds)],
+        capture_output=True, text=True, check=True,
+    )
+    found = re.search(r"refs:\s+([\d,]+)", proc.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{proc.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of 1,000 short streams / 10 typical turns")
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    from .workloads import typical_turn
+
+    n = args.rounds
+    per_stream = (instructions("short", n) - instructions("short", 0)) / (n * 1000)
+    chunks = len(typical_turn().streams[0])
+    per_chunk = (instructions("typical", n) - instructions("typical", 0)) / (n * 10 * chunks)
+    print(f"5-chunk stream: {per_stream:,.0f} instructions")
+    print(f"typical chunk:  {per_chunk:,.0f} instructions")
+    print(f"fixed cost of a stream: {(per_stream - 5 * per_chunk) / per_chunk:.1f} typical chunks (in instructions)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -33,7 +33,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: The deepest nesting of tool arguments accepted: orjson's own limit, enforced on the standard parser too
 #: (whose limit depends on the interpreter: Python 3.13 parses 5,000 levels that 3.11 refuses).
 MAX_DEPTH = 1024
-_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 #: Tool arguments longer than this (characters) are parsed by the standard parser, not orjson.
 ORJSON_MAX = 16_384
 
@@ -72,19 +71,16 @@ def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
-def _too_deep(text: str) -> bool:
-    """Whether arrays and objects nest deeper than :data:`MAX_DEPTH` (brackets inside strings do not count)."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return False  # the common case, at C speed
-    depth = 0
-    for token in _NESTING.finditer(text):
-        bracket = token.group()
-        if bracket == "[" or bracket == "{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif bracket == "]" or bracket == "}":
-            depth -= 1
+def _too_deep(value: Any) -> bool:
+    """Whether arrays and objects in a parsed value nest deeper than :data:`MAX_DEPTH` (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        container, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        for item in container.values() if type(container) is dict else container:
+            if type(item) is dict or type(item) is list:
+                stack.append((item, depth + 1))
     return False
 
 
@@ -93,14 +89,16 @@ def _stdlib_loads(text: str) -> tuple[Any, str]:
     surrogate = _SURROGATE.search(text)
     if surrogate is not None:
         return None, f"unpaired surrogate U+{ord(surrogate.group()):04X} at character {surrogate.start()}"
-    if _too_deep(text):
-        return None, f"nested too deeply (more than {MAX_DEPTH} levels)"
     try:
-        return json.loads(text, parse_constant=_no_constant), ""
+        value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         return None, "nested too deeply"
     except ValueError as exc:
         return None, str(exc)
+    # Checked on the parsed value, after the parser (linear, and only when there are brackets enough).
+    if text.count("[") + text.count("{") > MAX_DEPTH and isinstance(value, dict | list) and _too_deep(value):
+        return None, f"nested too deeply (more than {MAX_DEPTH} levels)"
+    return value, ""
 
 
 def partial_object(text: str) -> dict[str, Any] | None:

@@ -179,6 +179,25 @@ def test_brackets_in_strings_are_not_nesting() -> None:
     assert result.tool_calls[0].parsed_arguments == value
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"a":[' + "[]," * 1_100 + '"' + '\\"' * 25_000,  # an unterminated string of escaped quotes
+        '{"a": [' + "[1]," * 20_000 + "[1]]}",  # over 16 kB: the standard parser, then a depth check that passes
+    ],
+    ids=["unterminated string after many brackets", "many brackets, shallow"],
+)
+def test_many_brackets_are_not_nesting(arguments: str) -> None:
+    """The depth bound is checked on the parsed value, in one pass: many brackets cost no more than their count."""
+    chunks = [start(0, "tool-call"), end_tool(0, "c1", "f", arguments), usage(), finish("tool-calls")]
+    outcome = fed(chunks)
+    if arguments.endswith('"'):
+        assert outcome == ("TOOL_ARGUMENTS_INVALID", 1)
+    else:
+        assert isinstance(outcome, sf.StreamResult)
+        assert len(outcome.tool_calls[0].parsed_arguments["a"]) == 20_001
+
+
 def test_lone_surrogates_in_text_are_text() -> None:
     chunks = [start(0, "text"), text_delta(0, "a\ud800"), end_text(0, "a\ud800"), usage(), finish("stop")]
     assert sf.assemble(chunks).text == "a\ud800"

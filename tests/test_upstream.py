@@ -28,36 +28,42 @@ AT = 4
 GUARD = 20.0
 
 
-class AsyncSource:
-    """An async generator upstream: the seed chunks, then at ``AT`` it does ``then``; records its closing."""
+class _Upstream:
+    """The seed chunks; at ``AT`` it does ``then`` ("raise" ``error``, or "hang"); records its closing."""
 
     def __init__(self, then: str = "", error: BaseException | None = None, *, pause: float = 0.0) -> None:
         self.then, self.error, self.pause = then, error, pause
         self.closed = False
         self.waiting = asyncio.Event()
 
+    async def before(self, i: int) -> None:
+        """What happens before chunk ``i`` comes: the break at ``AT``, then the pause."""
+        if i == AT and self.then == "raise":
+            assert self.error is not None
+            raise self.error
+        if i == AT and self.then == "hang":
+            self.waiting.set()
+            await asyncio.sleep(3600)
+
+
+class AsyncSource(_Upstream):
+    """An async generator upstream."""
+
     async def chunks(self) -> AsyncIterator[Chunk]:
         try:
             for i, chunk in enumerate(copy.deepcopy(SEED_CHUNKS)):
-                if i == AT and self.then == "raise":
-                    assert self.error is not None
-                    raise self.error
-                if i == AT and self.then == "hang":
-                    self.waiting.set()
-                    await asyncio.sleep(3600)
+                await self.before(i)
                 await asyncio.sleep(self.pause)
                 yield chunk
         finally:
             self.closed = True
 
 
-class AsyncConnection:
+class AsyncConnection(_Upstream):
     """An upstream that is not a generator (as an HTTP response body): ``__anext__`` and ``aclose``."""
 
     def __init__(self, then: str = "", error: BaseException | None = None, *, pause: float = 0.0) -> None:
-        self.then, self.error, self.pause = then, error, pause
-        self.closed = False
-        self.waiting = asyncio.Event()
+        super().__init__(then, error, pause=pause)
         self.position = 0
 
     def chunks(self) -> AsyncConnection:
@@ -69,12 +75,7 @@ class AsyncConnection:
     async def __anext__(self) -> Chunk:
         assert not self.closed, "read after aclose()"
         i = self.position
-        if i == AT and self.then == "raise":
-            assert self.error is not None
-            raise self.error
-        if i == AT and self.then == "hang":
-            self.waiting.set()
-            await asyncio.sleep(3600)
+        await self.before(i)
         if i == len(SEED_CHUNKS):
             raise StopAsyncIteration
         await asyncio.sleep(self.pause)

@@ -448,6 +448,23 @@ def _count_or_absent(value: object) -> bool:
     return value is _ABSENT or (type(value) is int and 0 <= value <= _MAX_INT)
 
 
+def _first_difference(a: str, b: str) -> int:
+    """The first position where ``a`` and ``b`` differ (the shorter one's length if one begins the other)."""
+    end = min(len(a), len(b))
+    at = 0
+    step = 4096
+    while at < end and a[at : at + step] == b[at : at + step]:  # whole pieces compared in C
+        at += step
+    while at < end and a[at] == b[at]:
+        at += 1
+    return at
+
+
+def _printable_kind(kind: str) -> str:
+    """A block type for a message: as it is when short and plain, else quoted and cut."""
+    return kind if kind.isidentifier() or kind in _shape.BLOCK_TYPES else _short(kind)
+
+
 def _short(value: str, limit: int = 40) -> str:
     return repr(value if len(value) <= limit else value[: limit - 3] + "...")
 
@@ -723,17 +740,20 @@ class StreamAssembler:
             batch = list(islice(source, _LINE_BATCH))
             if not batch:
                 return
-            start = 0
-            while start < len(batch):
+            # One iterator over the batch: a refused line has been taken from it, so the run resumes after
+            # it with no copy of the rest (a slice per blank line made blank lines quadratic in the batch).
+            rest = iter(batch)
+            at = 0
+            while True:
                 before = self._count
                 try:
-                    self.feed_many(map(orjson.loads, batch[start:] if start else batch))
+                    self.feed_many(map(orjson.loads, rest))
                     break
                 except orjson.JSONDecodeError:
                     # Every line before the refused one became a chunk (a refused line stops map at once).
-                    start += self._count - before
-                    self.feed_line(batch[start])  # skips a blank line, rejects anything else
-                    start += 1
+                    at += self._count - before
+                    self.feed_line(batch[at])  # skips a blank line, rejects anything else
+                    at += 1
 
     def close(self) -> StreamResult:
         """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""
@@ -1247,10 +1267,12 @@ class StreamAssembler:
         self._done[block.index] = done
 
     def _mismatch(self, block: _Open, field: str, got: str, assembled: str, n: int) -> NoReturn:
+        at = _first_difference(got, assembled)
         self._fail(
             ErrorCode.BLOCK_CONTENT_MISMATCH,
             f"block-end for {block.describe()} carries {field} {_short(got)}, but its deltas "
-            f"assembled {_short(assembled)} (state {self._state})",
+            f"assembled {_short(assembled)} (state {self._state}); they first differ at character {at}: "
+            f"{_short(got[max(at - 10, 0) : at + 20])} against {_short(assembled[max(at - 10, 0) : at + 20])}",
             n,
         )
 
@@ -1310,14 +1332,14 @@ class StreamAssembler:
             notes = self._notes = {}
         note = notes.get(code)
         if note is None:
-            notes[code] = _Note(LlmError(f"{message} (chunk {n})", code, chunk_index=n))
+            notes[code] = _Note(LlmError(message, code, chunk_index=n))
         else:
             note.count += 1
 
     def _note_interleaved(self, index: int, kind: str, n: int) -> None:
         self._note(
             ErrorCode.BLOCKS_INTERLEAVED,
-            f"block-start for block {index} ({_short(kind)}) while {self._open_list()} is open: blocks interleave",
+            f"blocks interleave: block {index} ({_printable_kind(kind)}) starts while {self._open_list()} is open",
             n,
         )
 

@@ -31,17 +31,19 @@ _OPTIONAL_USAGE: Final = ("cacheReadTokens", "cacheWriteTokens", "reasoningToken
 
 
 class InvalidLine:
-    """A JSON line that could not be parsed, standing in the stream at its position.
+    """A recorded line that holds no chunk it should (not JSON, or a malformed packed row), at its position.
 
     The machine rejects it as ``INVALID_CHUNK`` (or ``CHUNK_AFTER_FINISH`` after a finish), so a bad
-    line is reported exactly like a bad chunk, with its position.
+    line is reported exactly like a bad chunk, with its position. ``what`` says what the line is
+    (``line is not JSON``, ``malformed text-chunks storage row``), ``reason`` why.
     """
 
-    __slots__ = ("reason", "text")
+    __slots__ = ("reason", "text", "what")
 
-    def __init__(self, text: str, reason: str) -> None:
+    def __init__(self, text: str, reason: str, what: str = "line is not JSON") -> None:
         self.text = text
         self.reason = reason
+        self.what = what
 
     def __repr__(self) -> str:
         return f"InvalidLine({self.text[:60]!r}, reason={self.reason!r})"
@@ -160,7 +162,7 @@ def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
     block or reason must be JSON data, kept as it came), and a tool call's ``id`` and ``name`` may be empty.
     """
     if isinstance(chunk, InvalidLine):
-        raise ShapeError("", f"line is not JSON ({chunk.reason}): {chunk.text[:80]!r}")
+        raise ShapeError("", f"{chunk.what} ({chunk.reason}): {chunk.text[:80]!r}")
     if not isinstance(chunk, Mapping):
         raise ShapeError("", f"a chunk must be an object, got {describe(chunk)}")
     c: dict[str, Any] = chunk if type(chunk) is dict else dict(chunk)

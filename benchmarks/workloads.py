@@ -13,7 +13,6 @@ Nothing here imports a peer, so this module works (and is tested) without any of
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -359,17 +358,17 @@ def short_streams(count: int) -> Workload:
 
 
 def sessions_dir() -> Path:
-    """``../shared/fixtures/harness-sessions`` next to the repository (``STREAMFSM_SHARED`` overrides)."""
-    shared = os.environ.get("STREAMFSM_SHARED")
-    base = Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared"
-    return base / "fixtures" / "harness-sessions"
+    """The recorded session logs kept in the repository (``tests/fixtures/harness-sessions``)."""
+    return Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "harness-sessions"
 
 
 def recordings(limit: int | None = None, directory: Path | None = None) -> tuple[Workload | None, str]:
     """The recorded DeepSeek Harness streams that are valid under ``Policy.HARNESS``, and a note.
 
-    Most recordings interleave a reasoning block with a tool call, which STRICT rejects; the invalid
-    ones (a cut-off log, a delta without its block-start) are left out, and the note says how many.
+    Each log is read in full (packed rows expanded: every chunk of every stream). Most recordings
+    interleave a reasoning block with a tool call, which STRICT rejects; the five invalid streams (a
+    cut-off log, a delta without its block-start, three content mismatches) are left out, and the note
+    says how many streams and chunks are replayed.
     """
     import streamfsm as sf
 
@@ -396,7 +395,8 @@ def recordings(limit: int | None = None, directory: Path | None = None) -> tuple
     used = valid if limit is None else valid[:limit]
     note = (
         f"{len(paths)} session logs, {total} recorded streams: {len(valid)} valid under HARNESS "
-        f"({strict_ok} also under STRICT), {total - len(valid)} invalid left out; {len(used)} replayed"
+        f"({strict_ok} also under STRICT), {total - len(valid)} invalid left out; {len(used)} replayed, "
+        f"{sum(len(s) for s in used):,} chunks"
     )
     w = Workload("recordings", f"{len(used)} recorded harness streams (HARNESS)", used, policy="harness")
     return w, note

@@ -44,7 +44,6 @@ per-chunk cost; it is also plain Python, and runs as such with ``STREAMFSM_PURE=
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
@@ -304,7 +303,19 @@ class _Open:
     delta_type: ClassVar[str]
     field: ClassVar[str]
 
-    __slots__ = ("cap", "flushed", "hot_id", "id", "index", "name", "parts", "size")
+    __slots__ = (
+        "cap",
+        "counted",
+        "counted_parts",
+        "flushed",
+        "hot_id",
+        "id",
+        "index",
+        "name",
+        "parts",
+        "size",
+        "size_at_count",
+    )
 
     def __init__(self, index: int, fast_cap: int) -> None:
         self.index = index
@@ -325,6 +336,13 @@ class _Open:
         # goes to the precise path (_grow counts the bytes so far, once); exact blocks stay on the quick path.
         self.size = 0
         self.cap = min(fast_cap, _FLUSH)
+        # The stream-wide byte limit: ``counted`` is how many UTF-8 bytes of this block the stream's total
+        # holds already, as of when ``size`` was ``size_at_count``; the deltas the hot path takes since are
+        # counted at the next other path or at block-end. ``cap`` keeps them within the stream's room
+        # (StreamAssembler._room): units past ``size_at_count`` are at most a quarter of it.
+        self.counted = 0
+        self.counted_parts = 0
+        self.size_at_count = 0
 
     @property
     def exact(self) -> bool:
@@ -448,6 +466,24 @@ def _count_or_absent(value: object) -> bool:
     return value is _ABSENT or (type(value) is int and 0 <= value <= _MAX_INT)
 
 
+def _is_blank(line: bytes | bytearray | memoryview | str) -> bool:
+    """Whether a JSON line holds only JSON whitespace (str.strip() alone would also drop U+001C and friends)."""
+    if isinstance(line, str):
+        return not line.strip(" \t\r\n")
+    if isinstance(line, memoryview):
+        line = line.tobytes()
+    return not line.strip(b" \t\r\n")
+
+
+def _bytes_since(block: _Open) -> int:
+    """UTF-8 bytes of the parts the hot path gave ``block`` since it was last counted."""
+    parts = block.parts
+    start = block.counted_parts
+    if start >= len(parts):
+        return 0
+    return sum([_utf8_len(p) for p in parts[start:]])
+
+
 def _first_difference(a: str, b: str) -> int:
     """The first position where ``a`` and ``b`` differ (the shorter one's length if one begins the other)."""
     end = min(len(a), len(b))
@@ -491,6 +527,7 @@ class StreamAssembler:
         "_max_blocks",
         "_max_bytes",
         "_max_chunks",
+        "_max_stream",
         "_notes",
         "_open",
         "_policy",
@@ -501,6 +538,7 @@ class StreamAssembler:
         "_start_mask",
         "_started",
         "_state",
+        "_stream_bytes",
         "_tool_calls",
         "_usage",
     )
@@ -523,17 +561,20 @@ class StreamAssembler:
             self._max_chunks = _DEFAULT_MAX_CHUNKS
             self._max_blocks = _DEFAULT_MAX_BLOCKS
             self._max_bytes = _DEFAULT_MAX_BYTES
+            self._max_stream = _DEFAULT_MAX_STREAM
             self._fast_cap = _DEFAULT_MAX_BYTES // 4
         else:
             self._limits = limits
             self._max_chunks = limits.max_chunks
             self._max_blocks = limits.max_blocks
             self._max_bytes = limits.max_block_bytes
+            self._max_stream = limits.max_stream_bytes
             self._fast_cap = limits.max_block_bytes // 4
         # False sends every chunk through the precise path (the tests compare both ways).
         self._fast = True
         self._state = READY
         self._count = 0
+        self._stream_bytes = 0  # UTF-8 bytes of the stream's blocks counted so far (see _Open.counted)
         self._open: dict[int, _Open] = {}
         self._hot: _Open | None = None
         self._started = 0
@@ -715,8 +756,7 @@ class StreamAssembler:
         """
         if isinstance(line, memoryview):
             line = line.tobytes()
-        blank = not line.strip(" \t\r\n") if isinstance(line, str) else not line.strip(b" \t\r\n")
-        if blank:  # only JSON whitespace: str.strip() alone would also drop Unicode spaces such as U+001C
+        if _is_blank(line):
             return None
         try:
             chunk = orjson.loads(line)
@@ -754,6 +794,12 @@ class StreamAssembler:
                     at += self._count - before
                     self.feed_line(batch[at])  # skips a blank line, rejects anything else
                     at += 1
+                    # A run of blank lines is skipped here, one test a line, not one refusal a line.
+                    while at < len(batch) and _is_blank(batch[at]):
+                        next(rest)
+                        at += 1
+                    if at == len(batch):
+                        break
 
     def close(self) -> StreamResult:
         """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""
@@ -872,7 +918,7 @@ class StreamAssembler:
         self._state = dest
         open_blocks = self._open
         one = dest == IN_BLOCK and len(open_blocks) == 1 and self._fast
-        self._hot = next(iter(open_blocks.values())) if one else None
+        self._hot = self._heat(next(iter(open_blocks.values()))) if one else None
 
     # -- the quick path: one method per chunk type; True when the chunk is accepted and committed ---
 
@@ -892,12 +938,13 @@ class StreamAssembler:
         ):
             return False
         dest = RESOLVED[self._state]["block-start"][self._start_mask]  # KeyError after usage: declined
-        block = _open_block(kind, index, self._fast_cap)
+        block = _open_block(kind, index, self._room_cap())
         if block is None or dest is None:
             return False
         open_blocks = self._open
         if open_blocks:  # HARNESS only: under STRICT the table refused this block-start
             self._note_interleaved(index, kind, n)
+            self._cool()
         open_blocks[index] = block
         self._done.append(None)
         self._started = index + 1
@@ -927,6 +974,10 @@ class StreamAssembler:
             size = block.size + _utf8_len(value)
             if size > self._max_bytes:
                 return False
+        pending = _bytes_since(block) + _utf8_len(value)
+        stream = self._stream_bytes + pending
+        if stream > self._max_stream:
+            return False  # the precise path says so
         if block.hot_id is not None:  # a tool call
             cid = c["id"]
             name = c.get("name", _ABSENT)
@@ -946,8 +997,7 @@ class StreamAssembler:
         if len(parts) - block.flushed >= _FLUSH:
             block.flush()
         block.size = size
-        if not exact:
-            block.cap = min(self._fast_cap, size + _FLUSH)
+        self._count_to(block, pending, stream)
         self._count = n + 1
         return True
 
@@ -981,7 +1031,8 @@ class StreamAssembler:
                     return False
             elif cid in self._ids or len(arguments) > self._fast_cap:
                 return False
-            parsed, _ = parse_arguments(arguments)
+            stream = self._stream_bytes + _utf8_len(arguments) - block.counted
+            parsed, _ = parse_arguments(arguments) if stream <= self._max_stream else (None, "")
             if parsed is None:
                 return False
             done = _tool_call(cid, name, arguments, parsed)
@@ -996,14 +1047,19 @@ class StreamAssembler:
                     return False
             elif len(text) > self._fast_cap:
                 return False
+            stream = self._stream_bytes + _utf8_len(text) - block.counted
+            if stream > self._max_stream:
+                return False
             done = construct(_TEXT_MODEL[kind], {"type": kind, "text": text})
         else:
             return False
         del open_blocks[index]
         self._done[index] = done
+        self._stream_bytes = stream
         self._count = n + 1
         self._state = dest
-        self._hot = next(iter(open_blocks.values())) if len(open_blocks) == 1 and dest == IN_BLOCK else None
+        one = len(open_blocks) == 1 and dest == IN_BLOCK
+        self._hot = self._heat(next(iter(open_blocks.values()))) if one else None
         return True
 
     def _quick_usage(self, c: dict[str, Any]) -> bool:
@@ -1107,9 +1163,9 @@ class StreamAssembler:
             self._limit(n, f"more than {self._max_blocks} blocks")
         self._admit(n)
         kind: str = c["blockType"]
-        block = _open_block(kind, index, self._fast_cap)
+        block = _open_block(kind, index, self._room_cap())
         if block is None:  # an image block, or (HARNESS: the shape check refused it under STRICT) another type
-            block = _OpenOpaque(index, self._fast_cap, kind)
+            block = _OpenOpaque(index, self._room_cap(), kind)
             if kind not in _shape.BLOCK_TYPES:
                 self._note(
                     ErrorCode.INVALID_CHUNK,
@@ -1118,6 +1174,7 @@ class StreamAssembler:
                 )
         if self._open:  # HARNESS only: under STRICT the table refused this block-start
             self._note_interleaved(index, kind, n)
+            self._cool()
         self._open[index] = block
         self._done.append(None)
         self._started += 1
@@ -1166,6 +1223,10 @@ class StreamAssembler:
                 )
         value: str = c[block.field]
         size = self._grow(block, value, n)
+        pending = _bytes_since(block) + _utf8_len(value)
+        stream = self._stream_bytes + pending
+        if stream > self._max_stream:
+            self._limit(n, f"the stream would hold {stream} bytes, more than {self._max_stream}")
         self._admit(n)
         if t == "tool-call-delta" and self._interleave:
             self._note_call(block, c["id"], name, n)
@@ -1173,8 +1234,7 @@ class StreamAssembler:
         block.parts.append(value)
         if len(block.parts) - block.flushed >= _FLUSH:
             block.flush()
-        if not block.exact:
-            block.cap = min(self._fast_cap, size + _FLUSH)
+        self._count_to(block, pending, stream)
         if t == "tool-call-delta":
             if block.id is None:
                 block.id = block.hot_id = c["id"]
@@ -1233,8 +1293,10 @@ class StreamAssembler:
                 )
                 if not self._raw_arguments:
                     self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {self._state})", n)
-            if not had_deltas and _utf8_len(arguments) > self._max_bytes:
+            size = _utf8_len(arguments)
+            if not had_deltas and size > self._max_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+            stream = self._stream_total(block, size, n)
             self._admit(n)
             if parsed is None:
                 self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
@@ -1247,24 +1309,28 @@ class StreamAssembler:
             self._tool_calls += 1
         elif block.kind:
             text: str = wire["text"]
-            if had_deltas:
-                if not block.settle(text):
-                    self._mismatch(block, "text", text, block.content(), n)
-            elif _utf8_len(text) > self._max_bytes:
+            if had_deltas and not block.settle(text):
+                self._mismatch(block, "text", text, block.content(), n)
+            size = _utf8_len(text)
+            if not had_deltas and size > self._max_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+            stream = self._stream_total(block, size, n)
             self._admit(n)
             done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
         else:  # a block that takes no deltas: kept as it came (a copy: the caller may mutate its chunk)
-            if _json_size(wire) > self._max_bytes:
+            size = _json_size(wire)
+            if size > self._max_bytes:
                 self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+            stream = self._stream_total(block, size, n)
             self._admit(n)
-            kept = copy.deepcopy(dict(wire))
+            kept = _shape.copy_json(wire)
             if wire["type"] == "image":
                 done = construct(ImageBlock, {"type": "image", "attachment": kept["attachment"]})
             else:
                 done = kept
         del self._open[block.index]
         self._done[block.index] = done
+        self._stream_bytes = stream
 
     def _mismatch(self, block: _Open, field: str, got: str, assembled: str, n: int) -> NoReturn:
         at = _first_difference(got, assembled)
@@ -1300,7 +1366,7 @@ class StreamAssembler:
                 n,
             )
         # A copy: a caller mutating its chunk after feed must not change the result.
-        replay = copy.deepcopy(c["replayState"]) if "replayState" in c else None
+        replay = _shape.copy_json(c["replayState"]) if "replayState" in c else None
         self._admit(n)
         if usage_missing:
             self._note_usage_missing(kind, n)
@@ -1320,10 +1386,45 @@ class StreamAssembler:
             self._finish = FinishReason(kind=kind, failure=failure)
         else:  # HARNESS: a kind the protocol does not know, kept as it came (the shape check refused it under STRICT)
             self._note(ErrorCode.INVALID_CHUNK, f"finish has a kind the protocol does not know: {_short(kind)}", n)
-            self._finish = FinishReason.model_validate(copy.deepcopy(dict(reason)))
+            self._finish = FinishReason.model_validate(_shape.copy_json(reason))
         self._replay = replay
 
     # -- helpers ------------------------------------------------------------------------------
+
+    # -- the stream-wide byte limit (Limits.max_stream_bytes; see _Open.counted) ---------------------
+
+    def _room_cap(self) -> int:
+        """The unit cap of a block opened now: a quarter of its byte limit and of the stream's room."""
+        return min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2)
+
+    def _heat(self, block: _Open) -> _Open:
+        """``block`` becomes the hot block: its cap no further than the stream's room allows (returned)."""
+        if block.cap >= 0:
+            block.cap = min(block.cap, block.size_at_count + ((self._max_stream - self._stream_bytes) >> 2))
+        return block
+
+    def _cool(self) -> None:
+        """Another block opens beside the hot one: count what the hot path gave it (within the room by its cap)."""
+        hot = self._hot
+        if hot is not None:
+            pending = _bytes_since(hot)
+            self._count_to(hot, pending, self._stream_bytes + pending)
+
+    def _count_to(self, block: _Open, pending: int, stream: int) -> None:
+        """Count ``pending`` bytes of ``block`` (all of its parts now) into the stream's ``stream`` bytes."""
+        block.counted += pending
+        block.counted_parts = len(block.parts)
+        block.size_at_count = block.size
+        self._stream_bytes = stream
+        if block.cap >= 0:
+            block.cap = min(self._fast_cap, block.size + _FLUSH, block.size + ((self._max_stream - stream) >> 2))
+
+    def _stream_total(self, block: _Open, size: int, n: int) -> int:
+        """The stream's bytes once ``block`` ends holding ``size`` bytes; ``LIMIT_EXCEEDED`` past the limit."""
+        stream = self._stream_bytes + size - block.counted
+        if stream > self._max_stream:
+            self._limit(n, f"the stream would hold {stream} bytes, more than {self._max_stream}")
+        return stream
 
     def _note(self, code: ErrorCode, message: str, n: int) -> None:
         """Record what STRICT would have refused in an accepted chunk (see :attr:`notes`): once per code."""
@@ -1458,6 +1559,7 @@ _HARNESS: Final = Policy.HARNESS
 _DEFAULT_MAX_CHUNKS: Final = DEFAULT_LIMITS.max_chunks
 _DEFAULT_MAX_BLOCKS: Final = DEFAULT_LIMITS.max_blocks
 _DEFAULT_MAX_BYTES: Final = DEFAULT_LIMITS.max_block_bytes
+_DEFAULT_MAX_STREAM: Final = DEFAULT_LIMITS.max_stream_bytes
 _MAX_INT: Final = _shape.MAX_INT
 _ABSENT: Final = object()
 _TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import cached_property
 from typing import Any, Literal, NoReturn
@@ -38,8 +39,42 @@ MAX_DEPTH = 1024
 ORJSON_MAX = 16_384
 
 
+#: The most digits an integer in tool arguments may have: kept exact up to here, refused past it. Python's
+#: own conversion stops at 4,300 digits (CVE-2020-10735); past it digits are converted piece by piece, whose
+#: cost grows faster than linearly (100,000 digits: about 25 ms; 1,000,000: about 1 s), so it is bounded.
+MAX_INT_DIGITS = 100_000
+_INT_PIECE = 4000
+
+
 def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON (RFC 8259)")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused when a double cannot hold it (``1e999``)."""
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"number {text[:40]} is out of the range of a double")
+    return value
+
+
+def _exact_int(text: str) -> int:
+    """A JSON integer, exact at any size up to :data:`MAX_INT_DIGITS` digits (Python's own stops at 4,300)."""
+    digits = text.lstrip("-")
+    if len(digits) <= _INT_PIECE:
+        return int(text)
+    if len(digits) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(digits)} digits: more than {MAX_INT_DIGITS} are not kept")
+
+    def convert(part: str) -> int:
+        if len(part) <= _INT_PIECE:
+            return int(part)
+        low = len(part) // 2
+        high: int = convert(part[:-low]) * 10**low
+        return high + convert(part[-low:])
+
+    value = convert(digits)
+    return -value if text.startswith("-") else value
 
 
 def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
@@ -91,7 +126,7 @@ def _stdlib_loads(text: str) -> tuple[Any, str]:
     if surrogate is not None:
         return None, f"unpaired surrogate U+{ord(surrogate.group()):04X} at character {surrogate.start()}"
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_exact_int)
     except RecursionError:
         return None, "nested too deeply"
     except ValueError as exc:

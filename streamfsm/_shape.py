@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["MAX_INT", "MAX_JSON_DEPTH", "InvalidLine", "ShapeError", "check", "describe", "is_json_value"]
+__all__ = ["MAX_INT", "MAX_JSON_DEPTH", "InvalidLine", "ShapeError", "check", "copy_json", "describe", "is_json_value"]
 
 #: The largest int the wire carries (JavaScript's ``Number.MAX_SAFE_INTEGER``).
 MAX_INT: Final = 2**53 - 1
@@ -120,15 +120,19 @@ MAX_JSON_DEPTH: Final = 512
 def is_json_value(value: object, max_depth: int = MAX_JSON_DEPTH) -> bool:
     """Whether ``value`` is JSON data (dict with str keys, list, str, finite number, bool, None).
 
-    Arrays and objects may nest ``max_depth`` levels. The walk is iterative (no recursion limit) and
-    checks each container object once per depth it is met at, so data built from shared references
-    (``v = [v, v]`` twenty levels deep) costs time linear in its distinct objects, not in its expansion;
-    a cycle is refused by the depth bound.
+    Arrays and objects may nest ``max_depth`` levels; a cycle is not JSON. The walk is iterative (no
+    recursion limit) and checks each container object once per depth it is met at, so data built from
+    shared references (``v = [v, v]`` forty levels deep) costs time linear in its distinct objects, not in
+    its expansion.
     """
     seen: dict[int, int] = {}  # id of a container checked -> the shallowest depth it was checked at
-    stack: list[tuple[object, int]] = [(value, 0)]
+    path: set[int] = set()  # containers entered and not yet left: the ancestors of the current one
+    stack: list[tuple[object, int, bool]] = [(value, 0, False)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, leaving = stack.pop()
+        if leaving:
+            path.discard(id(item))
+            continue
         if item is None or isinstance(item, (str, bool, int)):
             continue
         if isinstance(item, float):
@@ -137,21 +141,52 @@ def is_json_value(value: object, max_depth: int = MAX_JSON_DEPTH) -> bool:
             continue
         if not isinstance(item, (Mapping, list, tuple)):
             return False
-        if depth >= max_depth:
-            return False
         key = id(item)
+        if key in path or depth >= max_depth:
+            return False  # a cycle, or too deep
         checked = seen.get(key)
         if checked is not None and checked <= depth:
-            continue  # already checked here or shallower: everything below it fits
+            continue  # checked whole from here or shallower: everything below it fits
         seen[key] = depth
+        path.add(key)
+        stack.append((item, depth, True))
         if isinstance(item, Mapping):
             for k, v in item.items():
                 if not isinstance(k, str):
                     return False
-                stack.append((v, depth + 1))
+                stack.append((v, depth + 1, False))
         else:
-            stack.extend((v, depth + 1) for v in item)
+            stack.extend((v, depth + 1, False) for v in item)
     return True
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (checked by :func:`is_json_value`), iterative: no recursion limit below its depth.
+
+    Shared references stay shared (as ``copy.deepcopy`` keeps them), so data built from them is copied in
+    time linear in its distinct objects. Mappings become dicts, tuples lists.
+    """
+    if not isinstance(value, (Mapping, list, tuple)):
+        return value
+    copies: dict[int, Any] = {}
+    root: Any = {} if isinstance(value, Mapping) else []
+    copies[id(value)] = root
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, (Mapping, list, tuple)):
+                copied = copies.get(id(item))
+                if copied is None:
+                    copied = copies[id(item)] = {} if isinstance(item, Mapping) else []
+                    stack.append((item, copied))
+                item = copied
+            if isinstance(target, dict):
+                target[key] = item
+            else:
+                target.append(item)
+    return root
 
 
 def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:

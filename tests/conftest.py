@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-
 #: The recordings the tests replay, kept in the repository with their licenses (see fixtures/README.md).
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SESSIONS = FIXTURES / "harness-sessions"

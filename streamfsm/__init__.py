@@ -44,7 +44,6 @@ from ._api import (
     assemble,
     assemble_jsonl,
     avalidate,
-    iter_lines,
     validate,
     validate_jsonl,
 )
@@ -68,6 +67,7 @@ from ._machine import StreamAssembler, diagram
 from ._models import (
     Block,
     FinishReason,
+    ImageBlock,
     LlmFailure,
     OpenBlock,
     ReasoningBlock,
@@ -78,7 +78,17 @@ from ._models import (
     Usage,
 )
 from ._openai import OpenAICompatibleAdapter, OpenAIConverter, from_openai_chunks
-from ._session import RecordedStream, read_session
+from ._recordings import (
+    FORMATS,
+    RecordedStream,
+    RecordingSource,
+    UnknownFormat,
+    detect_format,
+    iter_lines,
+    open_recordings,
+    read_recordings,
+    read_session,
+)
 from ._shape import InvalidLine
 from ._wire import (
     BlockEnd,
@@ -95,6 +105,7 @@ from ._wire import (
     WireBlock,
     WireFailure,
     WireFinishReason,
+    WireImageBlock,
     WireReasoningBlock,
     WireTextBlock,
     WireToolCallBlock,
@@ -108,6 +119,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "APP_IDENTITY",
+    "FORMATS",
     "RETRYABLE_CODES",
     "AbortController",
     "AbortSignal",
@@ -134,6 +146,7 @@ __all__ = [
     "FlatValidator",
     "GenerateOptions",
     "Hooks",
+    "ImageBlock",
     "InvalidLine",
     "Limits",
     "LlmAdapter",
@@ -151,6 +164,7 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningEffortInfo",
     "RecordedStream",
+    "RecordingSource",
     "RetryPolicy",
     "Snapshot",
     "StreamAssembler",
@@ -169,12 +183,14 @@ __all__ = [
     "ToolResultChunk",
     "ToolResultMessage",
     "ToolSchema",
+    "UnknownFormat",
     "Usage",
     "UsageChunk",
     "UserMessage",
     "WireBlock",
     "WireFailure",
     "WireFinishReason",
+    "WireImageBlock",
     "WireReasoningBlock",
     "WireTextBlock",
     "WireToolCallBlock",
@@ -186,11 +202,14 @@ __all__ = [
     "attribution_headers",
     "avalidate",
     "avalidate_flat",
+    "detect_format",
     "diagram",
     "from_anthropic_events",
     "from_openai_chunks",
     "iter_lines",
+    "open_recordings",
     "parse_flat",
+    "read_recordings",
     "read_session",
     "tool",
     "tool_signal",

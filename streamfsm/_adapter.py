@@ -73,8 +73,13 @@ class AssistantMessage(WireModel):
 
     @classmethod
     def from_result(cls, result: StreamResult) -> AssistantMessage:
-        """The assistant turn a finished stream produced."""
-        return cls(blocks=tuple(result.blocks), replay_state=result.replay_state)
+        """The assistant turn a finished stream produced: its text, reasoning and tool-call blocks.
+
+        Image blocks and blocks of types the protocol does not know (``Policy.HARNESS``) stay in the result;
+        the adapters have no way to send them back as the model's own turn.
+        """
+        blocks = tuple(b for b in result.blocks if isinstance(b, TextBlock | ReasoningBlock | ToolCallBlock))
+        return cls(blocks=blocks, replay_state=result.replay_state)
 
     @property
     def tool_calls(self) -> list[ToolCallBlock]:

@@ -45,7 +45,6 @@ from ._adapter import AssistantMessage, GenerateOptions, LlmAdapter, Message, To
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._errors import RETRYABLE_CODES, ErrorCode, LlmError
 from ._flat import (
-    DONE_REASONS,
     DoneChunk,
     DoneReason,
     ErrorChunk,
@@ -53,6 +52,7 @@ from ._flat import (
     TokenUsage,
     ToolCallChunk,
     ToolResultChunk,
+    done_reason,
 )
 from ._machine import StreamAssembler
 from ._models import LlmFailure, StreamResult, ToolCallBlock, Usage, WireModel
@@ -684,7 +684,7 @@ class AgentRun:
                     yield chunk
             if self._cause is not None:
                 continue  # the wind-down
-            yield self._finish(DONE_REASONS[kind])
+            yield self._finish(done_reason(kind))
             return
 
     async def _respond(
@@ -761,7 +761,7 @@ class AgentRun:
             if failure is None and result is not None and result.finish.kind == "error":
                 failure = _failure_error(result.finish.failure, ErrorCode.UNKNOWN)
             if failure is None and result is not None:
-                await self._stream_end(DONE_REASONS[result.finish.kind], result.usage)
+                await self._stream_end(done_reason(result.finish.kind), result.usage)
                 self._refused = attempt.refused
                 yield result
                 return

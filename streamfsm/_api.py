@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -22,13 +21,13 @@ from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._machine import StreamAssembler
 from ._models import StreamResult
+from ._recordings import iter_lines
 
 __all__ = [
     "aassemble",
     "assemble",
     "assemble_jsonl",
     "avalidate",
-    "iter_lines",
     "validate",
     "validate_jsonl",
 ]
@@ -188,17 +187,6 @@ async def avalidate(
     asm.close()
 
 
-def iter_lines(source: JsonLines) -> Iterator[bytes | str]:
-    """The lines of ``source``: a bytes or str blob, a text or binary file, or an iterable of lines."""
-    # Split on newlines only: str.splitlines would also split inside JSON strings at U+2028 and friends.
-    if isinstance(source, str):
-        return iter(source.split("\n"))
-    if isinstance(source, (bytes, bytearray)):
-        # A BytesIO over bytes shares their buffer and hands out one line at a time.
-        return iter(io.BytesIO(source))
-    return iter(source)
-
-
 def assemble_jsonl(
     source: JsonLines,
     *,
@@ -207,7 +195,10 @@ def assemble_jsonl(
 ) -> StreamResult:
     """Assemble a stream given as JSON lines (one chunk a line, parsed with orjson; blank lines skipped).
 
-    A line that is not JSON is an ``INVALID_CHUNK`` at its position in the stream.
+    ``source``: the text (``bytes`` or ``str``), a binary or text file, or an iterable of lines. Lines,
+    blank lines and a byte order mark follow the one rule of ``sf.read_recordings`` (split at LF; a line of
+    JSON whitespace is skipped and takes no position; a BOM at the start is skipped). A line that is not
+    JSON is an ``INVALID_CHUNK`` at its position in the stream.
     """
     asm = StreamAssembler(policy, limits)
     asm.feed_lines(iter_lines(source))

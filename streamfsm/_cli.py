@@ -32,8 +32,8 @@ from ._check import (
     STREAM_SUFFIXES,
     FileReport,
     StreamReport,
-    check_data,
     check_file,
+    check_source,
     printable,
     short,
 )
@@ -120,13 +120,22 @@ def _plural(count: int, word: str) -> str:
 def format_report(report: StreamReport, style: Style, width: int = DEFAULT_WIDTH) -> str:
     """One stream's report for a terminal: one line for a valid stream; for a bad one, compiler style.
 
-    A bad stream gives ``path:line: CODE message``, then the offending chunk at its line (for
+    A bad stream gives ``path:line: CODE message`` (``path:57 (member 12 of the text-chunks row): ...`` for a
+    chunk a packed row of a session log stood for), then the offending chunk at its line (for
     ``STREAM_TRUNCATED`` the last chunk received), then where in the stream it is and what the machine
-    accepted in the state it was in.
+    accepted in the state it was in. A valid stream's line ends with a ``note`` for each thing its policy
+    accepted that ``Policy.STRICT`` would not (see ``StreamAssembler.notes``).
     """
     if report.ok:
-        return f"{style(printable(report.name), 'bold')}: {style('ok', 'green')}; {_good_details(report)}"
+        notes = "".join(
+            f"; {style('note', 'cyan')}: {printable(n.message)} [{n.code} at chunk {n.chunk_index}"
+            f"{f', {n.count} chunks' if n.count > 1 else ''}]"
+            for n in report.notes
+        )
+        return f"{style(printable(report.name), 'bold')}: {style('ok', 'green')}; {_good_details(report)}{notes}"
     where = printable(f"{report.path}:{report.line}" if report.line is not None else report.path)
+    if report.member is not None:
+        where += f" ({report.member})"
     lines = [f"{style(where, 'bold')}: {style(str(report.code), 'red', 'bold')} {printable(str(report.message))}"]
     gutter = str(report.line) if report.line is not None else ""
     pad = max(len(gutter), 4)
@@ -312,8 +321,9 @@ def _walk(folder: str) -> Iterator[_Input]:
         yield _Input(str(exc.filename), f"cannot read: {exc.strerror or exc}")
 
 
-def _read_stdin() -> bytes:
-    return sys.stdin.buffer.read()
+def _stdin() -> IO[bytes]:
+    """Standard input as bytes, read as it comes (looked up at each call: tests swap ``sys.stdin``)."""
+    return sys.stdin.buffer
 
 
 def _size(path: str) -> int:
@@ -350,7 +360,7 @@ def _reports(inputs: list[_Input], fmt: str, policy: Policy, jobs: int) -> Gener
             if item.error is not None:
                 yield FileReport(item.path, None, [], item.error)
             elif item.path == STDIN:
-                yield check_data(_read_stdin(), STDIN, fmt, policy)
+                yield check_source(_stdin(), fmt, policy, name=STDIN)
             elif pool is not None:
                 yield futures[item.path].result()
             else:
@@ -458,7 +468,7 @@ def _assemble(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     policy = Policy(args.policy)
     if path == STDIN:
-        report = check_data(_read_stdin(), STDIN, args.format, policy, results=True)
+        report = check_source(_stdin(), args.format, policy, name=STDIN, results=True)
     else:
         report = check_file(path, args.format, policy, results=True)
     if report.error is not None:

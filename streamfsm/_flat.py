@@ -42,6 +42,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolResultChunk",
     "avalidate_flat",
+    "done_reason",
     "error_from_wire",
     "error_to_wire",
     "parse_flat",
@@ -58,6 +59,11 @@ DONE_REASONS: dict[FinishKind, DoneReason] = {
     "aborted": "cancel",
     "error": "error",
 }
+
+
+def done_reason(kind: str) -> DoneReason:
+    """The flat ``done`` reason of a finish kind; a kind the protocol does not know (HARNESS) ends a turn as stop."""
+    return DONE_REASONS.get(kind, "stop")  # type: ignore[call-overload, no-any-return]
 
 
 class TokenUsage(WireModel):

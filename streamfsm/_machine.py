@@ -45,6 +45,7 @@ per-chunk cost; it is also plain Python, and runs as such with ``STREAMFSM_PURE=
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from types import SimpleNamespace
@@ -60,6 +61,7 @@ from ._models import (
     ORJSON_MAX,
     Block,
     FinishReason,
+    ImageBlock,
     LlmFailure,
     OpenBlock,
     ReasoningBlock,
@@ -364,8 +366,12 @@ class _Open:
             self.flushed = 1
         return True
 
+    def block_type(self) -> str:
+        """The ``blockType`` this block was started with."""
+        return self.kind
+
     def describe(self) -> str:
-        return f"block {self.index} ({self.kind})"
+        return f"block {self.index} ({self.block_type()})"
 
 
 class _OpenText(_Open):
@@ -393,8 +399,28 @@ class _OpenToolCall(_Open):
         self.hot_id = _NO_ID
 
 
+class _OpenOpaque(_Open):
+    """A block that takes no deltas: an image block, or (``Policy.HARNESS``) a block of a type not known.
+
+    Its ``kind`` and ``delta_type`` are empty, so no delta ever matches it (``BLOCK_TYPE_MISMATCH``) and
+    the quick paths decline it; its content is its ``block-end``'s block, kept as it came.
+    """
+
+    __slots__ = ("type_name",)
+    kind = ""
+    delta_type = ""
+    field = ""
+
+    def __init__(self, index: int, fast_cap: int, type_name: str) -> None:
+        super().__init__(index, fast_cap)
+        self.type_name = type_name
+
+    def block_type(self) -> str:
+        return self.type_name
+
+
 def _open_block(kind: str, index: int, fast_cap: int) -> _Open | None:
-    """The open block of a ``blockType``, or None for an unknown one (direct calls: no argument parsing)."""
+    """The open block of a core ``blockType`` that takes deltas, or None (direct calls: no argument parsing)."""
     if kind == "text":
         return _OpenText(index, fast_cap)
     if kind == "tool-call":
@@ -420,6 +446,23 @@ def _utf8_len(text: str) -> int:
 def _count_or_absent(value: object) -> bool:
     """Whether an optional usage count is absent or a token count (the quick path's test)."""
     return value is _ABSENT or (type(value) is int and 0 <= value <= _MAX_INT)
+
+
+def _first_difference(a: str, b: str) -> int:
+    """The first position where ``a`` and ``b`` differ (the shorter one's length if one begins the other)."""
+    end = min(len(a), len(b))
+    at = 0
+    step = 4096
+    while at < end and a[at : at + step] == b[at : at + step]:  # whole pieces compared in C
+        at += step
+    while at < end and a[at] == b[at]:
+        at += 1
+    return at
+
+
+def _printable_kind(kind: str) -> str:
+    """A block type for a message: as it is when short and plain, else quoted and cut."""
+    return kind if kind.isidentifier() or kind in _shape.BLOCK_TYPES else _short(kind)
 
 
 def _short(value: str, limit: int = 40) -> str:
@@ -448,8 +491,10 @@ class StreamAssembler:
         "_max_blocks",
         "_max_bytes",
         "_max_chunks",
+        "_notes",
         "_open",
         "_policy",
+        "_raw_arguments",
         "_replay",
         "_result",
         "_source_failed",
@@ -460,13 +505,18 @@ class StreamAssembler:
         "_usage",
     )
 
-    def __init__(self, policy: Policy | str = Policy.STRICT, limits: Limits | None = None) -> None:
+    def __init__(
+        self, policy: Policy | str = Policy.STRICT, limits: Limits | None = None, *, raw_arguments: bool = False
+    ) -> None:
         # Module constants, not Policy.X: an enum attribute is a slow read (EnumType's __getattr__).
         if policy is _STRICT or policy is _HARNESS:
             self._policy = policy
         else:
             self._policy = policy = Policy(policy)
         self._interleave = interleave = policy is _HARNESS
+        # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
+        self._raw_arguments = raw_arguments or interleave
+        self._notes: dict[str, _Note] | None = None
         self._start_mask = 1 if interleave else 0  # the guard bits of a block-start (see RESOLVED)
         if limits is None:  # a model's attributes are slow to read: the defaults' are read once, at import
             self._limits = DEFAULT_LIMITS
@@ -487,7 +537,7 @@ class StreamAssembler:
         self._open: dict[int, _Open] = {}
         self._hot: _Open | None = None
         self._started = 0
-        self._done: list[Block | None] = []
+        self._done: list[Block | dict[str, Any] | None] = []
         self._ids: dict[str, int] = {}
         self._tool_calls = 0
         self._usage: Usage | None = None
@@ -519,6 +569,16 @@ class StreamAssembler:
     def error(self) -> LlmError | None:
         """The error that failed the machine, if any."""
         return self._error
+
+    @property
+    def notes(self) -> list[tuple[LlmError, int]]:
+        """What this stream broke of ``Policy.STRICT`` that its policy accepted, by code, in order of first sight.
+
+        Each entry is the error STRICT would have raised at the first such chunk (its code, position and
+        message), and how many chunks did the same. Empty under STRICT unless ``raw_arguments`` kept some
+        arguments that are not a JSON object (``TOOL_ARGUMENTS_INVALID``). One entry per code: bounded.
+        """
+        return [(note.error, note.count) for note in self._notes.values()] if self._notes else []
 
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
@@ -680,17 +740,20 @@ class StreamAssembler:
             batch = list(islice(source, _LINE_BATCH))
             if not batch:
                 return
-            start = 0
-            while start < len(batch):
+            # One iterator over the batch: a refused line has been taken from it, so the run resumes after
+            # it with no copy of the rest (a slice per blank line made blank lines quadratic in the batch).
+            rest = iter(batch)
+            at = 0
+            while True:
                 before = self._count
                 try:
-                    self.feed_many(map(orjson.loads, batch[start:] if start else batch))
+                    self.feed_many(map(orjson.loads, rest))
                     break
                 except orjson.JSONDecodeError:
                     # Every line before the refused one became a chunk (a refused line stops map at once).
-                    start += self._count - before
-                    self.feed_line(batch[start])  # skips a blank line, rejects anything else
-                    start += 1
+                    at += self._count - before
+                    self.feed_line(batch[at])  # skips a blank line, rejects anything else
+                    at += 1
 
     def close(self) -> StreamResult:
         """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""
@@ -739,7 +802,7 @@ class StreamAssembler:
                     )
                 )
             else:
-                open_blocks.append(OpenBlock(index=b.index, block_type=b.kind, text=content))  # type: ignore[arg-type]
+                open_blocks.append(OpenBlock(index=b.index, block_type=b.block_type(), text=content))
         return Snapshot(
             state=self._state,
             chunk_count=self._count,
@@ -765,7 +828,7 @@ class StreamAssembler:
                 n,
             )
         try:
-            c, t = _shape.check(chunk)
+            c, t = _shape.check(chunk, self._interleave)
         except _shape.ShapeError as exc:
             what = self._type_of(chunk)
             where = f"field {exc.field!r} " if exc.field else ""
@@ -833,6 +896,8 @@ class StreamAssembler:
         if block is None or dest is None:
             return False
         open_blocks = self._open
+        if open_blocks:  # HARNESS only: under STRICT the table refused this block-start
+            self._note_interleaved(index, kind, n)
         open_blocks[index] = block
         self._done.append(None)
         self._started = index + 1
@@ -920,9 +985,9 @@ class StreamAssembler:
             if parsed is None:
                 return False
             done = _tool_call(cid, name, arguments, parsed)
-            self._ids[cid] = index
+            self._ids.setdefault(cid, index)
             self._tool_calls += 1
-        else:
+        elif kind == "text" or kind == "reasoning":
             text = wire["text"]
             if type(text) is not str:
                 return False
@@ -932,6 +997,8 @@ class StreamAssembler:
             elif len(text) > self._fast_cap:
                 return False
             done = construct(_TEXT_MODEL[kind], {"type": kind, "text": text})
+        else:
+            return False
         del open_blocks[index]
         self._done[index] = done
         self._count = n + 1
@@ -993,6 +1060,8 @@ class StreamAssembler:
         dest = RESOLVED[self._state]["finish"][4 if not self._open or kind == "max-tokens" else 0]
         if dest is None:
             return False
+        if self._usage is None:  # HARNESS only: the test above declined it under STRICT
+            self._note_usage_missing(kind, n)
         self._finish = finish
         self._count = n + 1
         self._state = dest
@@ -1034,12 +1103,21 @@ class StreamAssembler:
                 f"of a stream has index n (state {self._state})",
                 n,
             )
-        if self._started >= self._limits.max_blocks:
-            self._limit(n, f"more than {self._limits.max_blocks} blocks")
+        if self._started >= self._max_blocks:
+            self._limit(n, f"more than {self._max_blocks} blocks")
         self._admit(n)
-        kind = c["blockType"]
+        kind: str = c["blockType"]
         block = _open_block(kind, index, self._fast_cap)
-        assert block is not None, "the shape check admits the three block types only"
+        if block is None:  # an image block, or (HARNESS: the shape check refused it under STRICT) another type
+            block = _OpenOpaque(index, self._fast_cap, kind)
+            if kind not in _shape.BLOCK_TYPES:
+                self._note(
+                    ErrorCode.INVALID_CHUNK,
+                    f"block-start for block {index} has a block type the protocol does not know: {_short(kind)}",
+                    n,
+                )
+        if self._open:  # HARNESS only: under STRICT the table refused this block-start
+            self._note_interleaved(index, kind, n)
         self._open[index] = block
         self._done.append(None)
         self._started += 1
@@ -1053,14 +1131,14 @@ class StreamAssembler:
                 f"open (state {self._state})",
                 n,
             )
-        if block.kind != kind:
-            self._fail(
-                ErrorCode.BLOCK_TYPE_MISMATCH,
-                f"{t} carries a {kind} block for {block.describe()} (state {self._state})"
-                if t == "block-end"
-                else f"{t} for {block.describe()}; a {block.kind} block takes {block.delta_type} (state {self._state})",
-                n,
-            )
+        if block.block_type() != kind:
+            if t == "block-end":
+                what = f"carries a {kind} block for {block.describe()}"
+            elif block.delta_type:
+                what = f"for {block.describe()}; a {block.kind} block takes {block.delta_type}"
+            else:
+                what = f"for {block.describe()}; a {block.block_type()} block takes no deltas"
+            self._fail(ErrorCode.BLOCK_TYPE_MISMATCH, f"{t} {what} (state {self._state})", n)
         return block
 
     def _on_delta(self, c: dict[str, Any], t: str, n: int) -> None:
@@ -1070,7 +1148,8 @@ class StreamAssembler:
             cid: str = c["id"]
             name = c.get("name")
             if block.id is None:
-                self._check_id_is_new("tool-call-delta", "opens", block, cid, n)
+                if not self._interleave:
+                    self._check_id_is_new("tool-call-delta", "opens", block, cid, n)
             elif cid != block.id:
                 self._fail(
                     ErrorCode.TOOL_CALL_CONFLICT,
@@ -1088,6 +1167,8 @@ class StreamAssembler:
         value: str = c[block.field]
         size = self._grow(block, value, n)
         self._admit(n)
+        if t == "tool-call-delta" and self._interleave:
+            self._note_call(block, c["id"], name, n)
         block.size = size
         block.parts.append(value)
         if len(block.parts) - block.flushed >= _FLUSH:
@@ -1097,7 +1178,7 @@ class StreamAssembler:
         if t == "tool-call-delta":
             if block.id is None:
                 block.id = block.hot_id = c["id"]
-                self._ids[c["id"]] = block.index
+                self._ids.setdefault(c["id"], block.index)
             if name is not None:
                 block.name = name
 
@@ -1130,6 +1211,7 @@ class StreamAssembler:
         wire = c["block"]
         block = self._block_for("block-end", c["index"], wire["type"], n)
         had_deltas = bool(block.parts)
+        done: Block | dict[str, Any]
         if block.kind == "tool-call":
             cid: str = wire["id"]
             name: str = wire["name"]
@@ -1141,39 +1223,56 @@ class StreamAssembler:
                     self._mismatch(block, "name", name, block.name, n)
                 if not block.settle(arguments):
                     self._mismatch(block, "arguments", arguments, block.content(), n)
-            else:
+            elif not self._interleave:
                 self._check_id_is_new("block-end", "carries", block, cid, n)
             parsed, why = parse_arguments(arguments)
             if parsed is None:
-                self._fail(
-                    ErrorCode.TOOL_ARGUMENTS_INVALID,
+                invalid = (
                     f"tool call {cid!r} ({name}) in block {block.index}: arguments {_short(arguments)} "
-                    f"are not a JSON object: {why} (state {self._state})",
-                    n,
+                    f"are not a JSON object: {why}"
                 )
-            if not had_deltas and _utf8_len(arguments) > self._limits.max_block_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
+                if not self._raw_arguments:
+                    self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {self._state})", n)
+            if not had_deltas and _utf8_len(arguments) > self._max_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
             self._admit(n)
-            done: Block = _tool_call(cid, name, arguments, parsed)
-            self._ids[cid] = block.index
+            if parsed is None:
+                self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
+                done = construct(ToolCallBlock, {"type": "tool-call", "id": cid, "name": name, "arguments": arguments})
+            else:
+                done = _tool_call(cid, name, arguments, parsed)
+            if self._interleave and not had_deltas:
+                self._note_call(block, cid, name, n)
+            self._ids.setdefault(cid, block.index)
             self._tool_calls += 1
-        else:
+        elif block.kind:
             text: str = wire["text"]
             if had_deltas:
                 if not block.settle(text):
                     self._mismatch(block, "text", text, block.content(), n)
-            elif _utf8_len(text) > self._limits.max_block_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._limits.max_block_bytes} bytes")
+            elif _utf8_len(text) > self._max_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
             self._admit(n)
             done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
+        else:  # a block that takes no deltas: kept as it came (a copy: the caller may mutate its chunk)
+            if _json_size(wire) > self._max_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+            self._admit(n)
+            kept = copy.deepcopy(dict(wire))
+            if wire["type"] == "image":
+                done = construct(ImageBlock, {"type": "image", "attachment": kept["attachment"]})
+            else:
+                done = kept
         del self._open[block.index]
         self._done[block.index] = done
 
     def _mismatch(self, block: _Open, field: str, got: str, assembled: str, n: int) -> NoReturn:
+        at = _first_difference(got, assembled)
         self._fail(
             ErrorCode.BLOCK_CONTENT_MISMATCH,
             f"block-end for {block.describe()} carries {field} {_short(got)}, but its deltas "
-            f"assembled {_short(assembled)} (state {self._state})",
+            f"assembled {_short(assembled)} (state {self._state}); they first differ at character {at}: "
+            f"{_short(got[max(at - 10, 0) : at + 20])} against {_short(assembled[max(at - 10, 0) : at + 20])}",
             n,
         )
 
@@ -1185,14 +1284,16 @@ class StreamAssembler:
     def _on_finish(self, c: dict[str, Any], n: int) -> None:
         reason = c["reason"]
         kind = reason["kind"]
-        if self._usage is None and not self._interleave and kind in _USAGE_REQUIRED:
+        usage_missing = self._usage is None and kind in _USAGE_REQUIRED
+        if usage_missing and not self._interleave:
             self._fail(
                 ErrorCode.USAGE_MISSING,
                 f"finish {kind} without usage (state {self._state}); under policy strict a "
                 f"{kind} finish needs one usage chunk before it",
                 n,
             )
-        if kind == "tool-calls" and self._tool_calls == 0:
+        no_call = kind == "tool-calls" and self._tool_calls == 0
+        if no_call and not self._interleave:
             self._fail(
                 ErrorCode.FINISH_REASON_MISMATCH,
                 f"finish tool-calls, but the stream completed no tool-call block (state {self._state})",
@@ -1201,6 +1302,10 @@ class StreamAssembler:
         # A copy: a caller mutating its chunk after feed must not change the result.
         replay = copy.deepcopy(c["replayState"]) if "replayState" in c else None
         self._admit(n)
+        if usage_missing:
+            self._note_usage_missing(kind, n)
+        if no_call:
+            self._note(ErrorCode.FINISH_REASON_MISMATCH, "finish tool-calls, but the stream completed no tool call", n)
         failure = None
         if kind in ("error", "aborted"):
             f = reason["failure"]
@@ -1211,10 +1316,49 @@ class StreamAssembler:
                 provider_retry_after_ms=f.get("providerRetryAfterMs"),
                 request_id=f.get("requestId"),
             )
-        self._finish = FinishReason(kind=kind, failure=failure)
+        if kind in _shape.FINISH_KINDS:
+            self._finish = FinishReason(kind=kind, failure=failure)
+        else:  # HARNESS: a kind the protocol does not know, kept as it came (the shape check refused it under STRICT)
+            self._note(ErrorCode.INVALID_CHUNK, f"finish has a kind the protocol does not know: {_short(kind)}", n)
+            self._finish = FinishReason.model_validate(copy.deepcopy(dict(reason)))
         self._replay = replay
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _note(self, code: ErrorCode, message: str, n: int) -> None:
+        """Record what STRICT would have refused in an accepted chunk (see :attr:`notes`): once per code."""
+        notes = self._notes
+        if notes is None:
+            notes = self._notes = {}
+        note = notes.get(code)
+        if note is None:
+            notes[code] = _Note(LlmError(message, code, chunk_index=n))
+        else:
+            note.count += 1
+
+    def _note_interleaved(self, index: int, kind: str, n: int) -> None:
+        self._note(
+            ErrorCode.BLOCKS_INTERLEAVED,
+            f"blocks interleave: block {index} ({_printable_kind(kind)}) starts while {self._open_list()} is open",
+            n,
+        )
+
+    def _note_usage_missing(self, kind: str, n: int) -> None:
+        self._note(ErrorCode.USAGE_MISSING, f"finish {kind} without usage", n)
+
+    def _note_call(self, block: _Open, cid: str, name: str | None, n: int) -> None:
+        """HARNESS: a tool call's empty id or name, or an id another block of the stream already has."""
+        if not cid:
+            self._note(ErrorCode.INVALID_CHUNK, f"tool call in block {block.index} has an empty id", n)
+        if name is not None and not name:
+            self._note(ErrorCode.INVALID_CHUNK, f"tool call in block {block.index} has an empty name", n)
+        owner = self._ids.get(cid)
+        if owner is not None and owner != block.index:
+            self._note(
+                ErrorCode.TOOL_CALL_CONFLICT,
+                f"tool call in block {block.index} has id {_short(cid)}, which block {owner} already has",
+                n,
+            )
 
     def _admit(self, n: int) -> None:
         if n >= self._max_chunks:
@@ -1270,13 +1414,42 @@ class StreamAssembler:
         return "chunk"
 
     @staticmethod
-    def _partial(b: _Open) -> Block:
+    def _partial(b: _Open) -> Block | dict[str, Any]:
         """An interrupted block as far as it came, built as completed blocks are (every field set)."""
         content = b.content()
         if b.kind == "tool-call":
-            values = {"type": "tool-call", "id": CallId(b.id or ""), "name": b.name or "", "arguments": content}
+            parsed, _ = parse_arguments(content)
+            if parsed is None:
+                parsed = partial_object(content)
+            values = {
+                "type": "tool-call",
+                "id": CallId(b.id or ""),
+                "name": b.name or "",
+                "arguments": content,
+                "parsed_arguments": parsed if parsed is not None else {},
+            }
             return construct(ToolCallBlock, values)
+        if not b.kind:  # a block without deltas has no content before its block-end
+            return {"type": b.block_type()}
         return construct(_TEXT_MODEL[b.kind], {"type": b.kind, "text": content})
+
+
+class _Note:
+    """One entry of :attr:`StreamAssembler.notes`: the first error STRICT would have raised, and how often."""
+
+    __slots__ = ("count", "error")
+
+    def __init__(self, error: LlmError) -> None:
+        self.error = error
+        self.count = 1
+
+
+def _json_size(value: object) -> int:
+    """The UTF-8 size of ``value`` as compact JSON (a block kept as it came is bounded like any other)."""
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # integers past 64 bits: the standard serialiser writes them exactly
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
 
 
 _LIVE: Final = frozenset({READY, IN_BLOCK, USAGE})

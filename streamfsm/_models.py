@@ -12,11 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic_core import from_json
 
-from ._wire import BlockType, CallId, FinishKind
+from ._wire import CallId
 
 __all__ = [
     "Block",
     "FinishReason",
+    "ImageBlock",
     "LlmFailure",
     "OpenBlock",
     "ReasoningBlock",
@@ -163,16 +164,27 @@ class ToolCallBlock(WireModel):
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict (the machine parsed them once, when the block ended).
 
-        For a block built by hand, or an interrupted one, the arguments are parsed here; arguments
-        that are cut off are parsed as far as they go (an empty dict if nothing is usable).
+        Raises ``ValueError``, saying why, when the arguments are not a JSON object: a stream may carry
+        such arguments under ``Policy.HARNESS`` (or an assembler with ``raw_arguments=True``), where they
+        are kept raw. For an interrupted block (:attr:`StreamResult.interrupted`) the machine gives the
+        cut-off arguments parsed as far as they go (an empty dict if nothing is usable).
         """
-        parsed, _ = parse_arguments(self.arguments)
+        parsed, why = parse_arguments(self.arguments)
         if parsed is None:
-            parsed = partial_object(self.arguments)
-        return parsed if parsed is not None else {}
+            raise ValueError(f"tool call {self.id!r} ({self.name}): arguments are not a JSON object: {why}")
+        return parsed
 
 
-Block = TextBlock | ReasoningBlock | ToolCallBlock
+class ImageBlock(WireModel):
+    """A complete image block: ``attachment`` is the JSON object the stream carried, kept as it came."""
+
+    type: Literal["image"] = "image"
+    attachment: dict[str, Any]
+
+
+#: A completed block of a core type. A block of a type the protocol does not know (``Policy.HARNESS``) is
+#: kept as the plain dict its ``block-end`` carried.
+Block = TextBlock | ReasoningBlock | ToolCallBlock | ImageBlock
 
 
 class Usage(WireModel):
@@ -201,19 +213,26 @@ class LlmFailure(WireModel):
 
 
 class FinishReason(WireModel):
-    """How a stream ended: ``kind``, and for ``error``/``aborted`` the ``failure``."""
+    """How a stream ended: ``kind``, and for ``error``/``aborted`` the ``failure``.
 
-    kind: FinishKind
+    ``kind`` is one of :data:`FinishKind` (``stop``, ``tool-calls``, ``max-tokens``, ``error``, ``aborted``),
+    or under ``Policy.HARNESS`` a kind the protocol does not know, kept as it came with its other fields
+    (``model_extra``; :meth:`to_wire` gives them back).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str
     failure: LlmFailure | None = None
 
 
 class StreamResult(WireModel):
     """A validated, assembled stream."""
 
-    blocks: list[Block] = Field(default_factory=list)
+    blocks: list[Block | dict[str, Any]] = Field(default_factory=list)
     usage: Usage | None = None
     finish: FinishReason
-    interrupted: list[Block] = Field(default_factory=list)
+    interrupted: list[Block | dict[str, Any]] = Field(default_factory=list)
     replay_state: Any = None
 
     @property
@@ -237,7 +256,7 @@ class StreamResult(WireModel):
         ``interrupted`` and ``replay_state`` are attributes of the result, not part of this dict.
         """
         return {
-            "blocks": [b.to_wire() for b in self.blocks],
+            "blocks": [b if isinstance(b, dict) else b.to_wire() for b in self.blocks],
             "usage": self.usage.to_wire() if self.usage is not None else None,
             "finish": self.finish.to_wire(),
         }
@@ -247,7 +266,8 @@ class OpenBlock(WireModel):
     """A block that has started and not ended, as far as it has come (see :meth:`StreamAssembler.snapshot`)."""
 
     index: int
-    block_type: BlockType
+    #: A core :data:`BlockType`, or under ``Policy.HARNESS`` a type the protocol does not know.
+    block_type: str
     text: str = ""
     id: CallId | None = None
     name: str | None = None
@@ -260,7 +280,7 @@ class Snapshot(WireModel):
 
     state: str
     chunk_count: int
-    blocks: list[Block]
+    blocks: list[Block | dict[str, Any]]
     open: list[OpenBlock]
     usage: Usage | None = None
     finish: FinishReason | None = None

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["MAX_INT", "InvalidLine", "ShapeError", "check", "describe", "is_json_value"]
+__all__ = ["MAX_INT", "MAX_JSON_DEPTH", "InvalidLine", "ShapeError", "check", "describe", "is_json_value"]
 
 #: The largest int the wire carries (JavaScript's ``Number.MAX_SAFE_INTEGER``).
 MAX_INT: Final = 2**53 - 1
 
-BLOCK_TYPES: Final = frozenset({"text", "reasoning", "tool-call"})
+#: The block types of SPEC §1: what every policy knows. Under HARNESS a block of another type is accepted.
+BLOCK_TYPES: Final = frozenset({"text", "reasoning", "tool-call", "image"})
 FINISH_KINDS: Final = frozenset({"stop", "tool-calls", "max-tokens", "error", "aborted"})
 CHUNK_TYPES: Final = (
     "block-start",
@@ -30,17 +31,19 @@ _OPTIONAL_USAGE: Final = ("cacheReadTokens", "cacheWriteTokens", "reasoningToken
 
 
 class InvalidLine:
-    """A JSON line that could not be parsed, standing in the stream at its position.
+    """A recorded line that holds no chunk it should (not JSON, or a malformed packed row), at its position.
 
     The machine rejects it as ``INVALID_CHUNK`` (or ``CHUNK_AFTER_FINISH`` after a finish), so a bad
-    line is reported exactly like a bad chunk, with its position.
+    line is reported exactly like a bad chunk, with its position. ``what`` says what the line is
+    (``line is not JSON``, ``malformed text-chunks storage row``), ``reason`` why.
     """
 
-    __slots__ = ("reason", "text")
+    __slots__ = ("reason", "text", "what")
 
-    def __init__(self, text: str, reason: str) -> None:
+    def __init__(self, text: str, reason: str, what: str = "line is not JSON") -> None:
         self.text = text
         self.reason = reason
+        self.what = what
 
     def __repr__(self) -> str:
         return f"InvalidLine({self.text[:60]!r}, reason={self.reason!r})"
@@ -110,30 +113,56 @@ def _mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
     return value
 
 
-def is_json_value(value: object, depth: int = 0) -> bool:
-    """Whether ``value`` is JSON data (dict with str keys, list, str, finite number, bool, None)."""
-    if value is None or isinstance(value, (str, bool)):
-        return True
-    if isinstance(value, int):
-        return True
-    if isinstance(value, float):
-        return value == value and value not in (float("inf"), float("-inf"))
-    if depth > 512:
-        return False
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and is_json_value(v, depth + 1) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return all(is_json_value(v, depth + 1) for v in value)
-    return False
+#: The deepest nesting of arrays and objects :func:`is_json_value` accepts (a replay state, an attachment).
+MAX_JSON_DEPTH: Final = 512
 
 
-def check(chunk: object) -> tuple[dict[str, Any], str]:
+def is_json_value(value: object, max_depth: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` is JSON data (dict with str keys, list, str, finite number, bool, None).
+
+    Arrays and objects may nest ``max_depth`` levels. The walk is iterative (no recursion limit) and
+    checks each container object once per depth it is met at, so data built from shared references
+    (``v = [v, v]`` twenty levels deep) costs time linear in its distinct objects, not in its expansion;
+    a cycle is refused by the depth bound.
+    """
+    seen: dict[int, int] = {}  # id of a container checked -> the shallowest depth it was checked at
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if item is None or isinstance(item, (str, bool, int)):
+            continue
+        if isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return False
+            continue
+        if not isinstance(item, (Mapping, list, tuple)):
+            return False
+        if depth >= max_depth:
+            return False
+        key = id(item)
+        checked = seen.get(key)
+        if checked is not None and checked <= depth:
+            continue  # already checked here or shallower: everything below it fits
+        seen[key] = depth
+        if isinstance(item, Mapping):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    return False
+                stack.append((v, depth + 1))
+        else:
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
     """Validate the shape of one chunk; return it as a plain ``dict`` and its type.
 
-    Raises :class:`ShapeError` naming the first field that is missing or ill-typed.
+    Raises :class:`ShapeError` naming the first field that is missing or ill-typed. With ``harness``
+    (``Policy.HARNESS``, SPEC §4): a block type or finish kind the protocol does not know is accepted (its
+    block or reason must be JSON data, kept as it came), and a tool call's ``id`` and ``name`` may be empty.
     """
     if isinstance(chunk, InvalidLine):
-        raise ShapeError("", f"line is not JSON ({chunk.reason}): {chunk.text[:80]!r}")
+        raise ShapeError("", f"{chunk.what} ({chunk.reason}): {chunk.text[:80]!r}")
     if not isinstance(chunk, Mapping):
         raise ShapeError("", f"a chunk must be an object, got {describe(chunk)}")
     c: dict[str, Any] = chunk if type(chunk) is dict else dict(chunk)
@@ -156,10 +185,13 @@ def check(chunk: object) -> tuple[dict[str, Any], str]:
         reason = _mapping(c, "reason", "")
         kind = _text(reason, "kind", "reason.")
         if kind not in FINISH_KINDS:
-            raise ShapeError(
-                "reason.kind",
-                f"unknown finish kind {kind!r}; expected one of stop, tool-calls, max-tokens, error, aborted",
-            )
+            if not harness:
+                raise ShapeError(
+                    "reason.kind",
+                    f"unknown finish kind {kind!r}; expected one of stop, tool-calls, max-tokens, error, aborted",
+                )
+            if not is_json_value(reason):
+                raise ShapeError("reason", "must be JSON data")
         if kind in ("error", "aborted"):
             failure = _mapping(reason, "failure", "reason.")
             _text(failure, "message", "reason.failure.", non_empty=True)
@@ -175,23 +207,33 @@ def check(chunk: object) -> tuple[dict[str, Any], str]:
     if t == "text-delta" or t == "reasoning-delta":
         _text(c, "text", "")
     elif t == "tool-call-delta":
-        _text(c, "id", "", non_empty=True)
+        _text(c, "id", "", non_empty=not harness)
         if "name" in c:
-            _text(c, "name", "", non_empty=True)
+            _text(c, "name", "", non_empty=not harness)
         _text(c, "argumentsDelta", "")
     elif t == "block-start":
         block_type = _text(c, "blockType", "")
-        if block_type not in BLOCK_TYPES:
-            raise ShapeError("blockType", f"unknown block type {block_type!r}; expected text, reasoning or tool-call")
+        if block_type not in BLOCK_TYPES and not harness:
+            raise ShapeError(
+                "blockType", f"unknown block type {block_type!r}; expected text, reasoning, tool-call or image"
+            )
     else:  # block-end
         block = _mapping(c, "block", "")
         block_type = _text(block, "type", "block.")
-        if block_type not in BLOCK_TYPES:
-            raise ShapeError("block.type", f"unknown block type {block_type!r}; expected text, reasoning or tool-call")
         if block_type == "tool-call":
-            _text(block, "id", "block.", non_empty=True)
-            _text(block, "name", "block.", non_empty=True)
+            _text(block, "id", "block.", non_empty=not harness)
+            _text(block, "name", "block.", non_empty=not harness)
             _text(block, "arguments", "block.")
-        else:
+        elif block_type == "text" or block_type == "reasoning":
             _text(block, "text", "block.")
+        elif block_type == "image":
+            attachment = _mapping(block, "attachment", "block.")
+            if not is_json_value(attachment):
+                raise ShapeError("block.attachment", "must be JSON data")
+        elif not harness:
+            raise ShapeError(
+                "block.type", f"unknown block type {block_type!r}; expected text, reasoning, tool-call or image"
+            )
+        elif not is_json_value(block):
+            raise ShapeError("block", "must be JSON data")
     return c, t

@@ -19,6 +19,7 @@ __all__ = [
     "WireBlock",
     "WireFailure",
     "WireFinishReason",
+    "WireImageBlock",
     "WireReasoningBlock",
     "WireTextBlock",
     "WireToolCallBlock",
@@ -28,7 +29,9 @@ __all__ = [
 CallId = NewType("CallId", str)
 CallId.__doc__ = "A tool call's id: a non-empty string, typed apart from other strings (``CallId('call-1')``)."
 
-BlockType: TypeAlias = Literal["text", "reasoning", "tool-call"]
+#: The core block types (SPEC §1). Under ``Policy.HARNESS`` a block of another type is accepted (no deltas).
+BlockType: TypeAlias = Literal["text", "reasoning", "tool-call", "image"]
+#: The core finish kinds. Under ``Policy.HARNESS`` another kind is accepted (the vocabulary is merge-extensible).
 FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
 
 
@@ -89,7 +92,14 @@ class WireToolCallBlock(TypedDict):
     arguments: str
 
 
-WireBlock: TypeAlias = WireTextBlock | WireReasoningBlock | WireToolCallBlock
+class WireImageBlock(TypedDict):
+    """A complete image block, as ``block-end`` carries it; ``attachment`` is a JSON object kept as it came."""
+
+    type: Literal["image"]
+    attachment: dict[str, Any]
+
+
+WireBlock: TypeAlias = WireTextBlock | WireReasoningBlock | WireToolCallBlock | WireImageBlock
 
 
 class BlockEnd(TypedDict):

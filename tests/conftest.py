@@ -1,27 +1,19 @@
-"""Shared test data: the seed articles' example stream and the path of ../shared."""
+"""Shared test data: the seed articles' example stream and the recordings in tests/fixtures."""
 
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 
-def _find_shared() -> Path:
-    """../shared next to the repository; STREAMFSM_SHARED overrides; /work/shared for a clone elsewhere."""
-    if "STREAMFSM_SHARED" in os.environ:
-        return Path(os.environ["STREAMFSM_SHARED"])
-    candidates = [Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")]
-    return next((c for c in candidates if c.is_dir()), candidates[0])
-
-
-#: The project's shared folder, with the recorded fixtures.
-SHARED = _find_shared()
-SESSIONS = SHARED / "fixtures" / "harness-sessions"
-PROVIDER_STREAMS = SHARED / "fixtures" / "provider-streams"
+#: The recordings the tests replay, kept in the repository with their licenses (see fixtures/README.md).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SESSIONS = FIXTURES / "harness-sessions"
+PROVIDER_STREAMS = FIXTURES / "provider-streams"
+MORE_PROVIDER_STREAMS = FIXTURES / "more-provider-streams"
 
 #: The example stream of the seed articles (the Chinese article's text; the others differ only in words).
 SEED_CHUNKS: list[dict[str, Any]] = [

@@ -1,4 +1,4 @@
-"""The ``streamfsm`` command, run as a user runs it: over the recordings in ../shared and broken files made here."""
+"""The ``streamfsm`` command, run as a user runs it: over the recordings in tests/fixtures and broken files made here."""
 
 from __future__ import annotations
 
@@ -20,13 +20,9 @@ import pytest
 import streamfsm as sf
 from streamfsm import _cli
 
-from .conftest import PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS, SHARED
+from .conftest import FIXTURES, PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_sessions = pytest.mark.skipif(not SESSIONS.is_dir(), reason=f"the recordings folder {SESSIONS} is absent")
-needs_provider_streams = pytest.mark.skipif(
-    not PROVIDER_STREAMS.is_dir(), reason=f"the provider recordings folder {PROVIDER_STREAMS} is absent"
-)
 
 #: The keys of every ``--json`` report, good or bad, in order.
 JSON_KEYS = [
@@ -52,6 +48,8 @@ JSON_KEYS = [
     "interrupted",
     "turn",
     "step",
+    "member",
+    "notes",
 ]
 
 
@@ -203,7 +201,6 @@ def test_standard_input(good: Path, bad: Path) -> None:
     assert (report["path"], report["ok"], report["blocks"]) == ("-", True, ["text", "tool-call"])
 
 
-@needs_sessions
 def test_a_session_log_on_standard_input() -> None:
     path = SESSIONS / "acp-agent--snapshots--bash-tool-turn.jsonl"
     from_file = command("check", "--json", "--policy", "harness", str(path))
@@ -287,9 +284,7 @@ def test_a_byte_order_mark_is_skipped(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, recording: str | None
 ) -> None:
     """Windows editors start a UTF-8 file with one; the SSE standard skips it, and so does the command."""
-    source = SHARED / "fixtures" / recording if recording else None
-    if source is not None and not source.is_file():
-        pytest.skip(f"{source} is absent")
+    source = FIXTURES / recording if recording else None
     path = tmp_path / (source.name if source else "seed.jsonl")
     path.write_bytes(b"\xef\xbb\xbf" + (source.read_bytes() if source else jsonl(SEED_CHUNKS)))
     status, out, _ = run(capsys, "check", "--json", "--policy", "harness", str(path))
@@ -307,7 +302,6 @@ def test_crlf_line_ends(capsys: pytest.CaptureFixture[str], tmp_path: Path, bad:
     assert report["chunk"] == '{"type":"text-delta","index":0,"text":"!"}'
 
 
-@needs_sessions
 def test_a_session_log_through_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
     """``streamfsm check <(zcat log.gz)``: a named pipe is read once, so its streams must come from that read."""
     data = (SESSIONS / "acp-agent--snapshots--bash-tool-turn.jsonl").read_bytes()
@@ -322,8 +316,6 @@ def test_a_session_log_through_a_pipe(capsys: pytest.CaptureFixture[str]) -> Non
     assert [(r["name"], r["ok"]) for r in reports(out)] == [(f"/dev/fd/{read}#0", True), (f"/dev/fd/{read}#1", True)]
 
 
-@needs_sessions
-@needs_provider_streams
 def test_a_folder_of_mixed_formats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     shutil.copy(SESSIONS / "acp-agent--snapshots--bash-tool-turn.jsonl", tmp_path / "a session.jsonl")
     shutil.copy(PROVIDER_STREAMS / "openai-chat" / "groq-tool-call.jsonl", tmp_path / "b openai.jsonl")
@@ -380,15 +372,24 @@ def test_a_folder_that_cannot_be_read(
 # -- check: the recordings ----------------------------------------------------------------------------
 
 
-@needs_sessions
 @pytest.mark.parametrize(
     ("policy", "outcomes"),
     [
-        ("harness", Counter({"ok": 281, "STREAM_TRUNCATED": 1, "BLOCK_NOT_OPEN": 1})),
+        (
+            "harness",
+            Counter({"ok": 278, "BLOCK_CONTENT_MISMATCH": 3, "STREAM_TRUNCATED": 1, "BLOCK_NOT_OPEN": 1}),
+        ),
         (
             "strict",
             Counter(
-                {"ok": 143, "BLOCKS_INTERLEAVED": 136, "USAGE_MISSING": 2, "STREAM_TRUNCATED": 1, "BLOCK_NOT_OPEN": 1}
+                {
+                    "ok": 142,
+                    "BLOCKS_INTERLEAVED": 136,
+                    "USAGE_MISSING": 2,
+                    "STREAM_TRUNCATED": 1,
+                    "BLOCK_NOT_OPEN": 1,
+                    "BLOCK_CONTENT_MISMATCH": 1,
+                }
             ),
         ),
     ],
@@ -407,10 +408,11 @@ def test_the_session_logs_give_the_numbers_of_spec_4(
         assert rejected == {
             "acp-agent--snapshots--cancel.jsonl": "STREAM_TRUNCATED",
             "test-support--acp-snapshot--fixtures--suite--plain-turn.jsonl": "BLOCK_NOT_OPEN",
+            "acp-agent--snapshots--persistent-pwsh-tool-turn.jsonl": "BLOCK_CONTENT_MISMATCH",
+            "web--snapshots--goal-multi-turn-actions.jsonl": "BLOCK_CONTENT_MISMATCH",
         }
 
 
-@needs_sessions
 def test_the_summary_table(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "check", "--quiet", "--policy", "harness", str(SESSIONS))
     assert status == 1
@@ -418,17 +420,17 @@ def test_the_summary_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0].startswith(f"{SESSIONS}/acp-agent--snapshots--cancel.jsonl:12: STREAM_TRUNCATED")
     at = next(i for i, line in enumerate(lines) if line.startswith("checked "))
     assert lines[at].startswith("checked 283 streams in 121 files (policy harness) in ")
-    assert lines[at].endswith(" s: 281 ok, 2 invalid")
+    assert lines[at].endswith(" s: 278 ok, 5 invalid")
     assert [line.split() for line in lines[at + 2 :]] == [
         ["outcome", "code", "streams", "files"],
-        ["ok", "281", "102"],
+        ["ok", "278", "102"],
+        ["invalid", "BLOCK_CONTENT_MISMATCH", "3", "2"],
         ["invalid", "BLOCK_NOT_OPEN", "1", "1"],
         ["invalid", "STREAM_TRUNCATED", "1", "1"],
         ["no", "streams", "-", "17"],
     ]
 
 
-@needs_sessions
 def test_json_reports_agree_with_the_library(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "check", "--json", "--policy", "strict", str(SESSIONS))
     found = iter(reports(out))
@@ -460,7 +462,6 @@ def test_json_reports_agree_with_the_library(capsys: pytest.CaptureFixture[str])
     assert next(found, None) is None
 
 
-@needs_sessions
 def test_in_parallel_the_same_as_one_at_a_time(capsys: pytest.CaptureFixture[str]) -> None:
     _, serial, _ = run(capsys, "check", "--json", "-j", "1", str(SESSIONS))
     status, parallel, err = run(capsys, "check", "--json", "-j", "2", str(SESSIONS))
@@ -468,7 +469,6 @@ def test_in_parallel_the_same_as_one_at_a_time(capsys: pytest.CaptureFixture[str
     assert parallel == serial
 
 
-@needs_provider_streams
 def test_the_provider_recordings(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, "check", "--json", str(PROVIDER_STREAMS))
     assert status == 0, out + err
@@ -486,7 +486,6 @@ def test_the_provider_recordings(capsys: pytest.CaptureFixture[str]) -> None:
     assert found["incomplete_partial_json_response.sse"]["finish"] == {"kind": "max-tokens"}
 
 
-@needs_provider_streams
 def test_broken_provider_recordings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     openai = (PROVIDER_STREAMS / "openai-chat" / "openai-python-e2aad469.sse").read_bytes()
     anthropic = (PROVIDER_STREAMS / "anthropic-messages" / "basic_response.sse").read_bytes()
@@ -511,7 +510,6 @@ def test_broken_provider_recordings(capsys: pytest.CaptureFixture[str], tmp_path
     assert '"text": there' in lines[torn["line"]] and torn["chunk"] is not None
 
 
-@needs_provider_streams
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
 def test_an_sse_error_points_at_its_event(capsys: pytest.CaptureFixture[str], tmp_path: Path, newline: bytes) -> None:
     """Whatever ends the lines, with comments, ids and no blank line at the end: the line the event starts at."""
@@ -536,7 +534,6 @@ def test_an_sse_body_of_no_known_provider(capsys: pytest.CaptureFixture[str], tm
     assert "cannot tell the format" in err and "--format" in err
 
 
-@needs_provider_streams
 def test_a_format_given(capsys: pytest.CaptureFixture[str]) -> None:
     path = PROVIDER_STREAMS / "openai-chat" / "openai-text.jsonl"
     assert run(capsys, "check", "--format", "openai-sse", str(path))[0] == 0
@@ -558,7 +555,6 @@ def test_assemble_prints_to_wire(capsys: pytest.CaptureFixture[str], good: Path,
     assert err.startswith(f"{bad}:5: BLOCK_NOT_OPEN")
 
 
-@needs_sessions
 def test_assemble_a_session_log(capsys: pytest.CaptureFixture[str]) -> None:
     path = SESSIONS / "acp-agent--snapshots--bash-tool-turn.jsonl"
     streams = list(sf.read_session(path))
@@ -571,7 +567,6 @@ def test_assemble_a_session_log(capsys: pytest.CaptureFixture[str]) -> None:
     assert orjson.loads(out) == expected[1]
 
 
-@needs_provider_streams
 def test_assemble_a_provider_recording(capsys: pytest.CaptureFixture[str]) -> None:
     path = PROVIDER_STREAMS / "openai-chat" / "deepseek-tool-call.jsonl"
     events = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
@@ -684,7 +679,6 @@ def colours(text: str) -> list[str]:
     return [c for c in codes if any(30 <= int(n) <= 37 or 90 <= int(n) <= 97 for n in c.split(";") if n)]
 
 
-@needs_sessions
 def test_on_a_terminal_colours_a_table_and_a_progress_bar() -> None:
     pytest.importorskip("rich")
     argv = ("check", "--quiet", "--policy", "harness", str(SESSIONS))
@@ -834,9 +828,7 @@ def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     )
     for cmd, shown in examples:
         argv = cmd.split()[1:]
-        if "../shared/fixtures/harness-sessions" in argv:
-            if SESSIONS.resolve() != (ROOT / ".." / "shared" / "fixtures" / "harness-sessions").resolve():
-                continue  # the README names ../shared as it lies next to the repository
+        if "tests/fixtures/harness-sessions" in argv:
             cwd = ROOT
         else:
             cwd = tmp_path

@@ -1,0 +1,600 @@
+"""The one reader of recordings: the library, the command and the tests read every recorded stream here.
+
+A *source* is a path (``str`` or ``os.PathLike``), ``bytes`` (or ``bytearray``/``memoryview``), or a binary
+or text file object (standard input included). A ``str`` is a path, as for ``open()``: text already in
+memory is given as ``bytes`` or ``io.StringIO`` (pandas deprecated literal text in ``read_json`` for the
+same reason: a string that is meant as a path must never be read as content). Sources are read line by
+line as they come, never copied to a temporary file.
+
+One rule for every format and entry point (``read_recordings``, ``read_session``, ``assemble_jsonl``,
+``validate_jsonl``, ``streamfsm check`` and ``assemble``):
+
+- **Line ends.** JSON lines and session logs are split at LF; a CR before it is JSON whitespace. An SSE
+  body is split at CR, LF or CRLF, as the SSE specification says. (A text file object opened with
+  universal newlines has already turned CR into a line end: that is the file object's choice.)
+- **Blank lines.** A line of JSON whitespace only (space, tab, CR, LF) is skipped: it carries no chunk and
+  takes no position in the stream, though it counts for line numbers (1-based).
+- **Byte order mark.** A UTF-8 BOM at the very start of a source (``EF BB BF``, or U+FEFF in text) is
+  skipped; anywhere else it is content.
+
+Formats (:data:`FORMATS`): ``jsonl`` (one chunk a line), ``harness-session`` (a DeepSeek Harness session
+log, SPEC §6: ``assistant/chunk`` event lines and packed ``*-chunks`` storage rows, one stream per
+``finish``), ``openai-sse`` and ``anthropic-sse`` (a provider body or one provider event a line, converted
+by ``sf.from_openai_chunks`` / ``sf.from_anthropic_events``). ``auto`` tells them apart by the first lines.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, Final, TypeAlias
+
+import orjson
+
+from ._convert import event_object
+from ._errors import ErrorCode, LlmError
+from ._shape import MAX_INT, InvalidLine
+
+__all__ = [
+    "FORMATS",
+    "ROW_TYPES",
+    "RecordedStream",
+    "RecordingSource",
+    "UnknownFormat",
+    "detect_format",
+    "iter_lines",
+    "open_recordings",
+    "read_recordings",
+    "read_session",
+]
+
+#: What a recording is read from: a path, bytes, or a binary or text file object.
+RecordingSource: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | IO[str]"
+
+#: The formats ``format=`` names; ``auto`` tells the others apart by their first lines.
+FORMATS: Final = ("auto", "jsonl", "harness-session", "openai-sse", "anthropic-sse")
+
+#: The packed storage rows of a session log, and the delta type each row's members have.
+ROW_TYPES: Final = {
+    "text-chunks": "text-delta",
+    "reasoning-chunks": "reasoning-delta",
+    "tool-call-chunks": "tool-call-delta",
+}
+_ROW_OF: Final = {delta: row for row, delta in ROW_TYPES.items()}
+
+_BLANK: Final = b" \t\r\n"
+_BOM: Final = codecs.BOM_UTF8
+_SSE_FIELDS: Final = (b"data:", b"event:", b"id:", b"retry:", b":")
+_ANTHROPIC_EVENTS: Final = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+        "error",
+    }
+)
+#: How many lines ``auto`` reads ahead into an SSE body to find an event that names its provider.
+_SNIFF_LINES: Final = 10_000
+
+
+class UnknownFormat(Exception):
+    """The format of a recording could not be told from its content (``format=`` names it)."""
+
+
+@dataclass(slots=True)
+class RecordedStream:
+    """One stream read from a recording: its chunks and where each came from.
+
+    ``lines`` holds the 1-based line of each chunk (``None`` where the format has none). In a session log,
+    ``members`` tells the chunks a packed row stood for: ``members[i]`` is ``k`` for the k-th member
+    (1-based) of the row on ``lines[i]``, 0 for a chunk that had a line of its own. ``failure`` is an
+    error the reading or the provider conversion raised after these chunks (``failure_line``,
+    ``failure_text``: where, and the provider event it raised at).
+    """
+
+    path: str
+    #: 0-based position of this stream in its recording.
+    number: int
+    chunks: list[Any] = field(repr=False)
+    lines: list[int | None] = field(repr=False)
+    turn: Any = None
+    step: Any = None
+    format: str = "jsonl"
+    members: list[int] | None = field(default=None, repr=False)
+    failure: LlmError | None = None
+    failure_line: int | None = None
+    failure_text: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the recording ends with a finish chunk (a cut-off log does not)."""
+        last = self.chunks[-1] if self.chunks else None
+        return isinstance(last, dict) and last.get("type") == "finish"
+
+    def member(self, i: int) -> str | None:
+        """For chunk ``i`` of a session log that a packed row stood for: ``member 12 of the text-chunks row``."""
+        k = self.members[i] if self.members is not None and 0 <= i < len(self.members) else 0
+        if not k:
+            return None
+        chunk = self.chunks[i]
+        row = _ROW_OF.get(chunk.get("type", "") if isinstance(chunk, dict) else "", "packed")
+        return f"member {k} of the {row} row"
+
+    def where(self, i: int) -> str:
+        """Where chunk ``i`` came from: ``path:line``, with its member of a packed row when it was one."""
+        line = self.lines[i] if 0 <= i < len(self.lines) else None
+        text = self.path if line is None else f"{self.path}:{line}"
+        member = self.member(i)
+        return text if member is None else f"{text} ({member})"
+
+
+# -- sources and lines ------------------------------------------------------------------------------
+
+
+def _name_of(source: object) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fsdecode(source)
+    name = getattr(source, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return "-" if source is not None and not isinstance(source, (bytes, bytearray, memoryview)) else "<bytes>"
+
+
+def _raw_lines(source: RecordingSource) -> Iterator[bytes]:
+    """The LF-ended lines of ``source`` as bytes, the BOM at its start removed (the one rule, above)."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as handle:
+            yield from _without_bom(handle)
+        return
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        yield from _without_bom(io.BytesIO(bytes(source)))
+        return
+    if isinstance(source, io.TextIOBase) or (
+        hasattr(source, "read") and isinstance(getattr(source, "encoding", None), str)
+    ):
+        yield from _without_bom(line.encode("utf-8", "surrogatepass") for line in source)  # type: ignore[union-attr]
+        return
+    yield from _without_bom(source)
+
+
+def _without_bom(lines: Iterable[Any], bom: Any = _BOM) -> Iterator[Any]:
+    """``lines`` with the byte order mark removed from the start of the first (bytes, or ``"\ufeff"`` for text)."""
+    iterator = iter(lines)
+    first = next(iterator, None)
+    if first is None:
+        return
+    yield first[len(bom) :] if first.startswith(bom) else first
+    yield from iterator
+
+
+def iter_lines(source: object) -> Iterator[bytes | str]:
+    """The lines of a JSON-lines ``source`` for the machine: a bytes or str blob, a file, or an iterable of lines.
+
+    Here a ``str`` is the text itself (``sf.assemble_jsonl`` takes content), split at LF only:
+    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends. The BOM rule holds for
+    blobs and files; an iterable of lines is taken as it is.
+    """
+    if isinstance(source, str):
+        return _without_bom(source.split("\n"), "\ufeff")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _without_bom(io.BytesIO(bytes(source)))
+    if isinstance(source, (io.IOBase, io.TextIOBase)):
+        return _without_bom(source, "\ufeff" if isinstance(source, io.TextIOBase) else _BOM)
+    return iter(source)  # type: ignore[call-overload, no-any-return]
+
+
+def _numbered(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of the lines that hold more than JSON whitespace."""
+    for lineno, raw in enumerate(lines, start=1):
+        if raw.strip(_BLANK):
+            yield lineno, raw
+
+
+def _invalid(raw: bytes, reason: str, what: str = "line is not JSON") -> InvalidLine:
+    return InvalidLine(raw.decode("utf-8", "backslashreplace").strip(), reason, what)
+
+
+# -- formats ----------------------------------------------------------------------------------------
+
+
+class _Lines:
+    """The lines of a source with the first ones read ahead (to tell the format) and given back in order."""
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self._source = lines
+        self.ahead: list[bytes] = []
+
+    def peek(self, count: int) -> list[bytes]:
+        while len(self.ahead) < count:
+            line = next(self._source, None)
+            if line is None:
+                break
+            self.ahead.append(line)
+        return self.ahead
+
+    def first_content(self) -> bytes:
+        """The first line with more than whitespace (stripped), or ``b""``."""
+        i = 0
+        while True:
+            ahead = self.peek(i + 1)
+            if i >= len(ahead):
+                return b""
+            stripped = ahead[i].strip(_BLANK)
+            if stripped:
+                return stripped
+            i += 1
+
+    def __iter__(self) -> Iterator[bytes]:
+        ahead, self.ahead = self.ahead, []
+        yield from ahead
+        yield from self._source
+
+
+def _is_session_record(record: dict[str, Any]) -> bool:
+    """A session log's line: its header, a packed row, or an event (``x/y`` type with ``seq`` and ``data``)."""
+    kind = record.get("type")
+    if not isinstance(kind, str):
+        return False
+    return kind == "session" or kind in ROW_TYPES or ("/" in kind and "seq" in record and "data" in record)
+
+
+def _detect(lines: _Lines) -> str:
+    first = lines.first_content()
+    if first.startswith(b"{"):
+        try:
+            record = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return "jsonl"
+        if isinstance(record, dict):
+            if _is_session_record(record):
+                return "harness-session"
+            if record.get("object") == "chat.completion.chunk" or "choices" in record:
+                return "openai-sse"
+            if record.get("type") in _ANTHROPIC_EVENTS:
+                return "anthropic-sse"
+        return "jsonl"
+    if first.startswith(_SSE_FIELDS):
+        provider = _sse_provider(lines.peek(_SNIFF_LINES))
+        if provider is None:
+            raise UnknownFormat(
+                "an SSE body, but its events are neither OpenAI chat completion chunks nor Anthropic Messages "
+                "events: pass --format openai-sse or --format anthropic-sse"
+            )
+        return provider
+    return "jsonl"
+
+
+def detect_format(source: RecordingSource) -> str:
+    """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not).
+
+    A first line that is a JSON object: a session log's line (its ``session`` header, a packed row, or an
+    event with an ``x/y`` type, ``seq`` and ``data``) is ``harness-session``; a ``chat.completion.chunk`` is
+    ``openai-sse`` (as JSON lines); a Messages API event is ``anthropic-sse``; anything else ``jsonl``. A
+    first line that is an SSE field is a provider body, whose events say which provider. Anything else
+    (an empty file, a line that is not JSON) is ``jsonl``, where the machine reports it.
+    """
+    return _detect(_Lines(_raw_lines(source)))
+
+
+def _sse_split(raw: bytes) -> list[str]:
+    """An LF-ended line of an SSE body as its SSE lines (CR, LF and CRLF end a line), decoded."""
+    text = raw.decode("utf-8", "replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    if text.endswith("\r"):
+        text = text[:-1]
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if "\r" in text else [text]
+
+
+def _sse_provider(lines: list[bytes]) -> str | None:
+    for raw in lines:
+        for line in _sse_split(raw):
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "event" and value in _ANTHROPIC_EVENTS:
+                return "anthropic-sse"
+            if name != "data":
+                continue
+            if value.strip() == "[DONE]":
+                return "openai-sse"
+            try:
+                event = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(event, dict):
+                if event.get("object") == "chat.completion.chunk" or "choices" in event:
+                    return "openai-sse"
+                if event.get("type") in _ANTHROPIC_EVENTS:
+                    return "anthropic-sse"
+    return None
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+
+def open_recordings(
+    source: RecordingSource, format: str = "auto", *, name: str | None = None
+) -> tuple[str, Iterator[RecordedStream]]:
+    """The format of ``source`` and its streams, read lazily (one stream in memory at a time).
+
+    ``name`` is what reports call the source (default: its path, or the file object's ``name``). Raises
+    :class:`UnknownFormat` when ``auto`` cannot tell, ``ValueError`` for an unknown ``format``, and
+    ``OSError`` when a path cannot be opened (at once, not at the first stream).
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
+    path = name if name is not None else _name_of(source)
+    lines = _Lines(_raw_lines(source))
+    lines.peek(1)  # opens a path now: a file that cannot be read fails here
+    fmt = _detect(lines) if format == "auto" else format
+    if fmt == "jsonl":
+        return fmt, iter([_read_jsonl(lines, path)])
+    if fmt == "harness-session":
+        return fmt, _read_session(lines, path)
+    return fmt, iter([_read_provider(lines, path, fmt)])
+
+
+def read_recordings(
+    source: RecordingSource, format: str = "auto", *, name: str | None = None
+) -> Iterator[RecordedStream]:
+    """The streams recorded in ``source``, one at a time (see :func:`open_recordings` and the module's rules)."""
+    return open_recordings(source, format, name=name)[1]
+
+
+def read_session(source: RecordingSource, *, name: str | None = None) -> Iterator[RecordedStream]:
+    """Yield the streams recorded in a DeepSeek Harness session log (SPEC §6), one per ``finish``.
+
+    Every ``assistant/chunk`` line contributes its ``data.chunk``; every packed row (``text-chunks``,
+    ``reasoning-chunks``, ``tool-call-chunks``) is expanded into the deltas it stands for, in order,
+    exactly as upstream's decoder does, each knowing its line and member number. A row that is not exactly
+    upstream's shape is an ``INVALID_CHUNK`` at its line, never skipped; so is a line that is not JSON.
+    Other event lines carry no chunks. Chunks after the last finish form a last, unfinished stream (which
+    the machine reports as ``STREAM_TRUNCATED``). ``turn`` and ``step`` are those of the stream's first chunk.
+    """
+    return open_recordings(source, "harness-session", name=name)[1]
+
+
+def _read_jsonl(lines: Iterable[bytes], path: str) -> RecordedStream:
+    chunks: list[Any] = []
+    numbers: list[int | None] = []
+    for lineno, raw in _numbered(lines):
+        try:
+            chunks.append(orjson.loads(raw))
+        except orjson.JSONDecodeError as exc:
+            chunks.append(_invalid(raw, str(exc)))
+        numbers.append(lineno)
+    return RecordedStream(path, 0, chunks, numbers, format="jsonl")
+
+
+class MalformedRow(Exception):
+    """A packed row that is not exactly upstream's shape (``chunk-rows.ts``'s ``validateRow``)."""
+
+
+def _is_number(value: object) -> bool:
+    """JavaScript's ``typeof value === 'number'`` for a parsed JSON value."""
+    return type(value) is int or type(value) is float
+
+
+def _is_safe_integer(value: object) -> bool:
+    """JavaScript's ``Number.isSafeInteger`` for a parsed JSON value (``5.0`` is the integer 5 there)."""
+    if type(value) is int:
+        return -MAX_INT <= value <= MAX_INT
+    return type(value) is float and value.is_integer() and -MAX_INT <= value <= MAX_INT
+
+
+_ENVELOPE: Final = frozenset({"type", "seq0", "time0", "data"})
+_SNAPSHOT_ENVELOPE: Final = frozenset({"type", "data"})
+_TEXT_DATA: Final = frozenset({"turn", "step", "index", "dt", "texts"})
+_CALL_DATA: Final = frozenset({"turn", "step", "index", "id", "dt", "args"})
+_NAMED_CALL_DATA: Final = _CALL_DATA | {"name"}
+
+
+def expand_row(row: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[dict[str, Any]]]:
+    """A packed row's ``data`` and the delta chunks it stands for, validated as upstream validates a row.
+
+    Raises :class:`MalformedRow` with upstream's reason: exact keys, numbers for ``turn``/``step``/
+    ``index``, a non-empty string array of members, ``dt`` a safe-integer array one shorter than the
+    members, and ``seq0``/``time0`` safe integers whose reconstructed member seqs and times stay safe.
+    A row without both ``seq0`` and ``time0`` (envelope exactly ``{type, data}``) is the form upstream's
+    snapshot fixtures store, with every line's timing stripped; it is read without the timing checks.
+    """
+    tag = row["type"]
+    envelope = set(row)
+    if envelope == _SNAPSHOT_ENVELOPE:
+        # Upstream's snapshot fixtures strip every line's timing (``seq``/``time`` of events, ``seq0``/``time0``
+        # of rows) to keep snapshots stable; such a row is read without the checks its timing would need.
+        seq0 = time0 = None
+    elif envelope == _ENVELOPE:
+        seq0, time0 = row["seq0"], row["time0"]
+        if not _is_safe_integer(seq0) or seq0 < 0:
+            raise MalformedRow("seq0 must be a non-negative safe integer")
+        if not _is_safe_integer(time0):
+            raise MalformedRow("time0 must be a safe integer")
+    else:
+        raise MalformedRow("envelope must be exactly {type, seq0, time0, data} (or {type, data}, as in a snapshot)")
+    data = row["data"]
+    if not isinstance(data, dict):
+        raise MalformedRow("data must be an object")
+    keys = set(data)
+    if tag == "tool-call-chunks":
+        named = keys == _NAMED_CALL_DATA
+        if not named and keys != _CALL_DATA:
+            raise MalformedRow("data must be exactly {turn, step, index, id, name?, dt, args}")
+        if type(data["id"]) is not str or (named and type(data["name"]) is not str):
+            raise MalformedRow("id (and name when present) must be strings")
+        payload_key = "args"
+    else:
+        if keys != _TEXT_DATA:
+            raise MalformedRow("data must be exactly {turn, step, index, dt, texts}")
+        payload_key = "texts"
+    if not (_is_number(data["turn"]) and _is_number(data["step"]) and _is_number(data["index"])):
+        raise MalformedRow("turn/step/index must be numbers")
+    payload = data[payload_key]
+    if type(payload) is not list or not payload or any(type(m) is not str for m in payload):
+        raise MalformedRow(f"{payload_key} must be a non-empty string array")
+    dt = data["dt"]
+    if type(dt) is not list or not all(_is_safe_integer(gap) for gap in dt):
+        raise MalformedRow("dt must be an array of safe integers")
+    if len(dt) != len(payload) - 1:
+        raise MalformedRow(f"dt length {len(dt)} does not match {len(payload)} members")
+    if seq0 is not None and not _is_safe_integer(seq0 + len(payload) - 1):
+        raise MalformedRow("member seqs must stay safe integers")
+    if time0 is not None:
+        time = time0
+        for gap in dt:
+            time += gap
+            if not _is_safe_integer(time):
+                raise MalformedRow("member times must stay safe integers")
+    index = data["index"]
+    if tag == "tool-call-chunks":
+        head: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": data["id"]}
+        if "name" in data:
+            head["name"] = data["name"]
+        return data, [{**head, "argumentsDelta": member} for member in payload]
+    delta = ROW_TYPES[tag]
+    return data, [{"type": delta, "index": index, "text": member} for member in payload]
+
+
+def _read_session(lines: Iterable[bytes], path: str) -> Iterator[RecordedStream]:
+    chunks: list[Any] = []
+    numbers: list[int | None] = []
+    members: list[int] = []
+    turn: Any = None
+    step: Any = None
+    number = 0
+
+    def stream() -> RecordedStream:
+        return RecordedStream(path, number, chunks, numbers, turn, step, "harness-session", members)
+
+    for lineno, raw in _numbered(lines):
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            chunks.append(_invalid(raw, str(exc)))
+            numbers.append(lineno)
+            members.append(0)
+            continue
+        if not isinstance(record, dict):
+            continue
+        kind = record.get("type")
+        data = record.get("data")
+        if kind == "assistant/chunk":
+            new: list[Any] = [data.get("chunk") if isinstance(data, dict) else None]
+        elif isinstance(kind, str) and kind in ROW_TYPES:
+            try:
+                data, new = expand_row(record)
+            except MalformedRow as exc:
+                new = [_invalid(raw, str(exc), f"malformed {kind} storage row")]
+                data = None
+        else:
+            continue
+        if not chunks and isinstance(data, dict):
+            turn, step = data.get("turn"), data.get("step")
+        packed = kind in ROW_TYPES and not isinstance(new[0], InvalidLine)
+        for k, chunk in enumerate(new, start=1):
+            chunks.append(chunk)
+            numbers.append(lineno)
+            members.append(k if packed else 0)
+            if isinstance(chunk, dict) and chunk.get("type") == "finish":
+                yield stream()
+                number += 1
+                chunks, numbers, members = [], [], []
+    if chunks:
+        yield stream()
+
+
+# -- provider recordings ----------------------------------------------------------------------------
+
+
+class _Where:
+    """The line of the provider event the converter is working on (the chunks it yields come from it)."""
+
+    __slots__ = ("line", "text")
+
+    def __init__(self) -> None:
+        self.line: int | None = None
+        self.text: str | None = None
+
+
+def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
+    """``(line, data)`` of each event of an SSE body, with the SSE line the event starts at.
+
+    The events are decoded by httpx-sse's decoder, the one the adapters' ``EventSource`` runs over a live
+    body, fed line by line so that each event's line is known. The end of the recording ends the last event.
+    """
+    from httpx_sse._decoders import SSEDecoder  # the http extra
+
+    decoder = SSEDecoder()
+    start: int | None = None
+
+    def sse_lines() -> Iterator[str]:
+        for raw in lines:
+            yield from _sse_split(raw)
+        yield ""
+
+    for lineno, line in enumerate(sse_lines(), start=1):
+        if start is None and line and not line.startswith(":"):
+            start = lineno
+        event = decoder.decode(line)
+        if event is not None:
+            yield start, event.data
+        if not line:
+            start = None
+
+
+def _json_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
+    for lineno, raw in _numbered(lines):
+        yield lineno, raw.decode("utf-8", "backslashreplace").strip()
+
+
+def _provider_events(
+    records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool
+) -> Iterator[Mapping[str, Any]]:
+    """Parsed provider events, with ``where`` following them; the end markers enforced as the adapters do."""
+    who = "OpenAI" if fmt == "openai-sse" else "Anthropic"
+    for line, text in records:
+        where.line, where.text = line, text
+        if sse and fmt == "openai-sse" and text == "[DONE]":
+            return
+        if not text:
+            continue
+        event = event_object(text, who)
+        yield event
+        if sse and fmt == "anthropic-sse" and event.get("type") == "message_stop":
+            return
+    if sse:
+        where.text = None
+        marker = "[DONE]" if fmt == "openai-sse" else "message_stop"
+        raise LlmError(f"{who}: the recording ended without {marker}", ErrorCode.STREAM_CLOSED)
+
+
+def _read_provider(lines: _Lines, path: str, fmt: str) -> RecordedStream:
+    """A provider body converted to block-protocol chunks; the converter's error is the stream's ``failure``.
+
+    A recorded SSE body is read as the adapters read a live one (``[DONE]`` and ``message_stop`` are
+    required, an event that is not a JSON object is ``MALFORMED_RESPONSE``), except that the last event
+    needs no blank line after it: a file often ends without one.
+    """
+    from . import _anthropic, _openai
+
+    convert: Callable[[Iterable[Any]], Iterator[Any]] = (
+        _openai.from_openai_chunks if fmt == "openai-sse" else _anthropic.from_anthropic_events
+    )
+    sse = not lines.first_content().startswith(b"{")
+    records = _sse_records(lines) if sse else _json_records(lines)
+    where = _Where()
+    recording = RecordedStream(path, 0, [], [], format=fmt)
+    try:
+        for chunk in convert(_provider_events(records, where, fmt, sse=sse)):
+            recording.chunks.append(chunk)
+            recording.lines.append(where.line)
+    except LlmError as err:
+        recording.failure, recording.failure_line, recording.failure_text = err, where.line, where.text
+    return recording

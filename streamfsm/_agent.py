@@ -298,7 +298,9 @@ class _Attempt:
     __slots__ = ("asm", "feed", "refused", "streamed", "tool_index")
 
     def __init__(self, policy: Policy | str, limits: Limits) -> None:
-        self.asm = StreamAssembler(policy, limits)
+        # Arguments that are not a JSON object are the model's mistake, not a broken stream: kept raw, so that
+        # the call gets an error result (check_arguments) and the model can try again.
+        self.asm = StreamAssembler(policy, limits, raw_arguments=True)
         self.feed = self.asm.feed
         self.tool_index = 0
         # Text and reasoning blocks open now that have streamed some text (a block without deltas counts at its end).

@@ -28,7 +28,7 @@ from streamfsm import ErrorCode
 from streamfsm._anthropic import anthropic_messages
 from streamfsm._openai import openai_messages
 
-from .agent_support import answer, calls, collect, kinds, make_loop, run, run_bounded
+from .agent_support import Turn, answer, calls, collect, kinds, make_loop, run, run_bounded, wire
 
 E = ErrorCode
 
@@ -458,6 +458,60 @@ def test_a_result_holding_a_lone_surrogate_reaches_the_model_escaped() -> None:
     sent = [m.content for m in adapter.requests[1].messages if isinstance(m, sf.ToolResultMessage)]
     assert sent == ['["caf\\udce9.txt"]', "caf\\udce9.txt"]
     sendable(adapter.requests[1])
+
+
+# -- arguments that are not a JSON object are the model's mistake (issue 12, item 4) -----------------
+
+
+@pytest.mark.parametrize("policy", [sf.Policy.STRICT, sf.Policy.HARNESS])
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        pytest.param("not json", "they are not JSON", id="not JSON"),
+        pytest.param("", "they are empty", id="empty"),
+        pytest.param("[1, 2]", "they are a JSON array", id="an array"),
+        pytest.param('"text"', "they are a JSON string", id="a string"),
+        pytest.param("null", "they are JSON null", id="null"),
+        pytest.param('{"a": 1', "they are not JSON", id="cut off"),
+    ],
+)
+def test_arguments_that_are_not_a_json_object_get_an_error_result_and_the_model_tries_again(
+    raw: str, why: str, policy: sf.Policy
+) -> None:
+    got: list[str] = []
+
+    def note(text: str) -> str:
+        got.append(text)
+        return "noted"
+
+    loop, adapter, _ = make_loop(
+        [calls(("c1", "note", raw)), calls(("c2", "note", {"text": "again"})), answer("ok")], [note], policy=policy
+    )
+    agent_run = loop.run("go")
+    out = run(collect(agent_run))
+    assert kinds(out) == ["tool_call", "tool_result", "tool_call", "tool_result", "text", "done"]
+    message = out[1].result["message"]
+    assert out[1].is_error and message.startswith(
+        f"invalid arguments for tool 'note': the arguments are not a JSON object: {why}"
+    )
+    assert message.endswith("call the tool again with a JSON object")
+    assert got == ["again"] and out[-1].reason == "stop" and agent_run.error is None
+    # The call is shown and kept with {} as its arguments (providers need an object there): the conversation
+    # can go on with any adapter.
+    assert out[0].arguments == "{}"
+    first = agent_run.messages[1]
+    assert isinstance(first, sf.AssistantMessage) and first.tool_calls[0].arguments == "{}"
+    sendable(adapter.requests[2])
+
+
+def test_an_eager_call_with_arguments_that_are_not_an_object_is_answered_too() -> None:
+    loop, _, _ = make_loop(
+        [Turn().call("c1", "note", "[]").end("tool-calls"), answer("ok")],
+        [sf.Tool(lambda text: text, name="note")],
+        eager_tools=True,
+    )
+    out = run(collect(loop.run("go")))
+    assert wire(out)[1]["isError"] is True and "not a JSON object" in out[1].result["message"]
 
 
 CTRL_C = """

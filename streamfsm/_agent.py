@@ -11,10 +11,11 @@ reached. One turn:
    attempt that fails with a retryable code is retried after a back-off (:class:`RetryPolicy`): an
    ``ErrorChunk(recoverable=True)`` tells the consumer that what the attempt streamed is void, and the
    next attempt starts from an empty assembler.
-2. **Tools.** On a ``tool-calls`` finish, every call runs in its own task, each under its own timeout;
-   results are emitted as they complete and added to the conversation in call order. Whatever goes
-   wrong in a tool (unknown name, arguments the schema rejects, an exception, a timeout) is an error
-   *result*, never a crash of the run. With ``eager_tools`` a call starts at its ``block-end``.
+2. **Tools.** On a ``tool-calls`` finish, every call runs in its own task, each under its own timeout
+   (:class:`ToolRunner`, in ``_tools.py``); results are emitted as they complete and added to the
+   conversation in call order. Whatever goes wrong in a tool (unknown name, arguments refused or rejected
+   by the schema, whatever it raises, a timeout, a cancellation it ignores) is an error *result*, never a
+   crash or a hang of the run. With ``eager_tools`` a call starts at its ``block-end``.
 
 Stopping. Everything the run waits on is a task it owns (producer, tools, back-off sleep), so stopping is
 one synchronous step, :meth:`AgentRun._stop`: record the cause, abort the signal handed to the adapter,
@@ -22,30 +23,25 @@ cancel the tasks. The consumer's own task is never cancelled by the run. Causes:
 :class:`AbortSignal`, a turn or run timeout (``loop.call_later``), a budget. The run then ends with
 ``done(cancel)``; the cause is :attr:`AgentRun.error`. When the consumer's task is cancelled or it stops
 iterating early, the same clean-up runs, the hooks still see the final ``done(cancel)``, and the
-cancellation propagates.
+cancellation propagates; so does a KeyboardInterrupt in the main thread (a Ctrl-C), in the run's code or in
+a tool's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import inspect
-import json
 import logging
-import math
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, cast, overload
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ._abort import AbortController, AbortSignal
-from ._adapter import AssistantMessage, GenerateOptions, LlmAdapter, Message, ToolResultMessage, ToolSchema, UserMessage
+from ._adapter import AssistantMessage, GenerateOptions, LlmAdapter, Message, ToolResultMessage, UserMessage
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._errors import RETRYABLE_CODES, ErrorCode, LlmError
 from ._flat import (
@@ -59,7 +55,8 @@ from ._flat import (
     done_reason,
 )
 from ._machine import StreamAssembler
-from ._models import LlmFailure, StreamResult, ToolCallBlock, Usage, WireModel, parse_arguments
+from ._models import LlmFailure, StreamResult, ToolCallBlock, Usage, WireModel
+from ._tools import Tool, ToolError, ToolRunner, _Outcome, check_arguments, tool, tool_signal
 from ._wire import CallId
 
 __all__ = [
@@ -79,262 +76,12 @@ __all__ = [
 Flat: TypeAlias = TextChunk | ToolCallChunk | ToolResultChunk | ErrorChunk | DoneChunk
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The logger the loop writes ``llm_request``, ``llm_response``, ``llm_retry``, ``llm_error``, ``tool_error`` to.
+#: The logger the loop writes ``llm_request``, ``llm_response``, ``llm_retry``, ``llm_error``, ``tool_error``,
+#: ``tool_abandoned`` and ``hook_error`` to.
 LOGGER = logging.getLogger("streamfsm.agent")
 # A library leaves logging to the application: without its own configuration nothing is printed
 # (Python's last-resort handler would otherwise write warnings to stderr).
 logging.getLogger("streamfsm").addHandler(logging.NullHandler())
-
-
-# --- Tools ------------------------------------------------------------------------------------------
-
-
-class ToolError(Exception):
-    """Raise it in a tool to fail the call with exactly this message (no exception type prefixed)."""
-
-
-_Mode = Literal["model", "kwargs", "json"]
-
-
-class Tool:
-    """A plain Python callable, sync or async, that the model may call by ``name``.
-
-    ``parameters`` says what arguments the tool takes, and decides how it is called:
-
-    - a pydantic model class: the arguments are validated into an instance (``model_validate_json``),
-      and the tool is called with it: ``fn(args)``;
-    - a JSON Schema (a dict): the arguments are validated against it (``jsonschema``, the draft the
-      schema's ``$schema`` names, 2020-12 by default), and the tool is called with the dict: ``fn(args)``;
-    - ``None`` (the default): a pydantic model is built from ``fn``'s signature (annotations, defaults,
-      ``Annotated[..., Field(description=...)]``; extra arguments refused), and the tool is called with
-      keyword arguments: ``fn(**args)``.
-
-    ``description`` defaults to ``fn``'s docstring. ``timeout`` (seconds) overrides
-    :attr:`AgentLimits.tool_timeout` for this tool; ``math.inf`` means none. A sync callable runs in a
-    worker thread (``asyncio.to_thread``); a thread cannot be interrupted, so on timeout or cancellation
-    its result is discarded when it comes. What the tool returns is the result: JSON data (pydantic
-    models, dataclasses and the like are converted; anything else becomes its ``str``).
-    """
-
-    __slots__ = (
-        "_call_async",
-        "_fields",
-        "_mode",
-        "_model",
-        "_validator",
-        "description",
-        "fn",
-        "name",
-        "parameters",
-        "timeout",
-    )
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        parameters: type[BaseModel] | Mapping[str, Any] | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        if not callable(fn):
-            raise TypeError(f"a tool must be callable, got {type(fn).__name__}")
-        tool_name = name if name is not None else getattr(fn, "__name__", None)
-        if not isinstance(tool_name, str) or not tool_name:
-            raise ValueError("a tool needs a non-empty name (pass name=...)")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"tool {tool_name!r}: timeout must be positive seconds, got {timeout!r}")
-        #: The name the model calls the tool by.
-        self.name: str = tool_name
-        #: What the model is told the tool does.
-        self.description: str = description if description is not None else (inspect.getdoc(fn) or "")
-        #: The callable.
-        self.fn = fn
-        #: Seconds the tool may take (None: the loop's ``tool_timeout``; ``math.inf``: no limit).
-        self.timeout = timeout
-        self._validator: Any = None
-        self._fields: tuple[tuple[str, str], ...] = ()
-        self._model: type[BaseModel] | None = None
-        self._mode: _Mode
-        if isinstance(parameters, type) and issubclass(parameters, BaseModel):
-            self._mode, self._model = "model", parameters
-            schema = parameters.model_json_schema()
-        elif isinstance(parameters, Mapping):
-            self._mode = "json"
-            schema = dict(parameters)
-            self._validator = _json_schema_validator(tool_name, schema)
-        elif parameters is None:
-            self._mode = "kwargs"
-            self._model, self._fields = _signature_model(tool_name, fn)
-            schema = self._model.model_json_schema()
-        else:
-            raise TypeError(
-                f"tool {tool_name!r}: parameters must be a pydantic model class or a JSON Schema dict, "
-                f"got {type(parameters).__name__}"
-            )
-        #: The JSON Schema of the arguments, as sent to the model.
-        self.parameters: dict[str, Any] = schema
-        # An object whose __call__ is async counts as async too.
-        dunder_call = inspect.getattr_static(type(fn), "__call__", None)
-        self._call_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(dunder_call)
-
-    @property
-    def schema(self) -> ToolSchema:
-        """The tool as the model sees it."""
-        return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the function itself (the decorator keeps the decorated function callable)."""
-        return self.fn(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"Tool({self.name!r})"
-
-    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Validate raw JSON arguments; the positional and keyword arguments to call the tool with.
-
-        Raises :class:`ToolError` saying what is wrong with them, field by field.
-        """
-        if self._mode == "json":
-            parsed, why = parse_arguments(arguments)
-            if parsed is None:
-                raise ToolError(f"invalid arguments for tool {self.name!r}: {why}")
-            errors = sorted(self._validator.iter_errors(parsed), key=lambda e: [str(p) for p in e.absolute_path])
-            if errors:
-                raise ToolError(
-                    f"invalid arguments for tool {self.name!r}: "
-                    + "; ".join(f"{_json_path(e.absolute_path)}: {e.message}" for e in errors[:10])
-                )
-            return (parsed,), {}
-        assert self._model is not None
-        try:
-            instance = self._model.model_validate_json(arguments)
-        except ValidationError as exc:
-            raise ToolError(f"invalid arguments for tool {self.name!r}: {_pydantic_errors(exc)}") from None
-        if self._mode == "model":
-            return (instance,), {}
-        return (), {alias: getattr(instance, field) for field, alias in self._fields}
-
-    async def invoke(self, arguments: str) -> Any:
-        """Validate ``arguments`` and call the tool (in a worker thread if it is sync); its return value."""
-        args, kwargs = self.validate(arguments)
-        if self._call_async:
-            value = await self.fn(*args, **kwargs)
-        else:
-            value = await asyncio.to_thread(self.fn, *args, **kwargs)
-        if inspect.isawaitable(value):
-            value = await value
-        return value
-
-
-def _json_schema_validator(name: str, schema: dict[str, Any]) -> Any:
-    from jsonschema import validators
-    from jsonschema.exceptions import SchemaError
-
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as exc:
-        raise ValueError(f"tool {name!r}: the parameters are not a valid JSON Schema: {exc.message}") from None
-    if schema.get("type", "object") != "object":
-        raise ValueError(f"tool {name!r}: the parameters schema must describe an object, not {schema.get('type')!r}")
-    return cls(schema)
-
-
-def _json_path(path: Iterable[object]) -> str:
-    return ".".join(str(p) for p in path) or "(arguments)"
-
-
-def _pydantic_errors(exc: ValidationError) -> str:
-    return "; ".join(f"{_json_path(e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)[:10])
-
-
-def _signature_model(name: str, fn: Callable[..., Any]) -> tuple[type[BaseModel], tuple[tuple[str, str], ...]]:
-    """A pydantic model of ``fn``'s parameters; fields are named ``p_<name>`` with the parameter's name as
-    alias, so a parameter may be called ``json`` or ``schema`` without shadowing ``BaseModel``."""
-    try:
-        signature = inspect.signature(fn, eval_str=True)
-    except (TypeError, ValueError, NameError) as exc:
-        raise TypeError(f"tool {name!r}: cannot read the signature ({exc}); pass parameters=") from None
-    fields: dict[str, Any] = {}
-    names: list[tuple[str, str]] = []
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(
-                f"tool {name!r}: parameter {param.name!r} cannot be passed by keyword; pass parameters= instead"
-            )
-        annotation = Any if param.annotation is param.empty else param.annotation
-        default = ... if param.default is param.empty else param.default
-        field_name = f"p_{param.name}"
-        fields[field_name] = (annotation, Field(default, alias=param.name))
-        names.append((field_name, param.name))
-    model = create_model(name, __config__=ConfigDict(extra="forbid", populate_by_name=False), **fields)
-    return cast(type[BaseModel], model), tuple(names)
-
-
-@overload
-def tool(fn: Callable[..., Any], /) -> Tool: ...
-@overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters: type[BaseModel] | Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-) -> Callable[[Callable[..., Any]], Tool]: ...
-def tool(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters: type[BaseModel] | Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a :class:`Tool` of a function: ``@sf.tool`` or ``@sf.tool(name=..., timeout=...)``."""
-    if fn is not None:
-        return Tool(fn, name=name, description=description, parameters=parameters, timeout=timeout)
-    return lambda f: Tool(f, name=name, description=description, parameters=parameters, timeout=timeout)
-
-
-_TOOL_SIGNAL: contextvars.ContextVar[AbortSignal | None] = contextvars.ContextVar("streamfsm_tool_signal", default=None)
-
-
-def tool_signal() -> AbortSignal | None:
-    """The :class:`AbortSignal` of the tool call running here (None outside a tool call).
-
-    It aborts when the call ends: cancelled (the run was stopped), timed out, or done. A sync tool runs in a
-    worker thread that nothing can interrupt: a long one should poll ``tool_signal().aborted`` and return.
-    Async tools are cancelled as usual and may ignore it.
-    """
-    return _TOOL_SIGNAL.get()
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """What one tool call gave: JSON data for the flat stream, text for the model, and whether it failed."""
-
-    result: Any
-    content: str
-    is_error: bool
-
-    @classmethod
-    def value(cls, value: Any) -> _Outcome:
-        data = to_jsonable_python(value, fallback=str)
-        if isinstance(value, str):
-            return cls(data, value, False)
-        try:
-            content = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
-        except orjson.JSONEncodeError:
-            # orjson refuses integers past 64 bits, which are JSON all the same.
-            content = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return cls(data, content, False)
-
-    @classmethod
-    def failure(cls, message: str) -> _Outcome:
-        data = {"error": True, "message": message}
-        return cls(data, orjson.dumps(data).decode(), True)
 
 
 # --- Retry, limits, metrics -------------------------------------------------------------------------
@@ -388,9 +135,13 @@ class AgentLimits(BaseModel):
     - ``run_timeout``: the whole run.
     - ``tool_timeout``: one tool call, unless the tool sets its own ``timeout``. A tool that passes it
       gives an error result; the run goes on.
+    - ``tool_threads``: sync tool calls of one run running at once, each in a thread of its own (a call
+      waits for a free one within its timeout; a call left behind no longer counts).
+    - ``tool_cancel_grace``: how long a cancelled tool call (timed out, or its run stopped) is waited for
+      before it is left behind, still running, and reported (``tool_abandoned``).
     - ``max_output_tokens``: output tokens of the run, checked as each response ends.
-    - ``max_text_chars``: characters of text streamed by the run; the chunk that passes it is cut at the
-      limit.
+    - ``max_text_chars``: characters of text and reasoning streamed by the run, checked at every delta;
+      a text chunk that passes it is cut at the limit.
     - ``stream``: the :class:`Limits` of each response's machine.
 
     A timeout or budget stops the run as an abort does: ``done(cancel)``, with :attr:`AgentRun.error`
@@ -403,6 +154,8 @@ class AgentLimits(BaseModel):
     turn_timeout: float | None = Field(default=None, gt=0)
     run_timeout: float | None = Field(default=None, gt=0)
     tool_timeout: float | None = Field(default=60.0, gt=0)
+    tool_threads: int = Field(default=8, ge=1)
+    tool_cancel_grace: float = Field(default=1.0, gt=0)
     max_output_tokens: int | None = Field(default=None, ge=0)
     max_text_chars: int | None = Field(default=None, ge=0)
     stream: Limits = DEFAULT_LIMITS
@@ -542,41 +295,68 @@ async def _notify(listeners: list[Callable[[Any], Any]], event: str, value: obje
 class _Attempt:
     """One model request: block-protocol chunks in (validated by its own machine), flat chunks out."""
 
-    __slots__ = ("asm", "feed", "streamed", "tool_index")
+    __slots__ = ("asm", "feed", "refused", "streamed", "tool_index")
 
     def __init__(self, policy: Policy | str, limits: Limits) -> None:
-        self.asm = StreamAssembler(policy, limits)
+        # Arguments that are not a JSON object are the model's mistake, not a broken stream: kept raw, so that
+        # the call gets an error result (check_arguments) and the model can try again.
+        self.asm = StreamAssembler(policy, limits, raw_arguments=True)
         self.feed = self.asm.feed
         self.tool_index = 0
-        # Text blocks open now that have streamed some text (a block without deltas is sent at its end).
+        # Text and reasoning blocks open now that have streamed some text (a block without deltas counts at its end).
         self.streamed: set[int] = set()
+        #: Calls refused before they run (check_arguments): id -> (the arguments kept, the error result's message).
+        self.refused: dict[str, tuple[str, str]] = {}
 
-    def step(self, chunk: Mapping[str, Any]) -> TextChunk | ToolCallChunk | None:
-        """Feed one chunk (raises the machine's :class:`LlmError`); the flat chunk it makes, if any."""
+    def step(self, chunk: Mapping[str, Any]) -> TextChunk | ToolCallChunk | int | None:
+        """Feed one chunk (raises the machine's :class:`LlmError`); the flat chunk it makes, if any, or the
+        number of reasoning characters it streamed (reasoning is not in the flat stream, but in the budget)."""
         self.feed(chunk)
         kind = chunk["type"]
-        if kind == "text-delta":
+        if kind == "text-delta" or kind == "reasoning-delta":
             text = chunk["text"]
             if text:
                 self.streamed.add(chunk["index"])
-                return TextChunk(content=text)
+                return TextChunk(content=text) if kind == "text-delta" else len(text)
             return None
         if kind == "block-end":
             block = chunk["block"]
             block_type = block["type"]
-            if block_type == "text":
+            if block_type == "text" or block_type == "reasoning":
                 index = chunk["index"]
                 if index in self.streamed:
                     self.streamed.discard(index)
                 elif block["text"]:
-                    return TextChunk(content=block["text"])
+                    return TextChunk(content=block["text"]) if block_type == "text" else len(block["text"])
             elif block_type == "tool-call":
-                call = ToolCallChunk(
-                    id=block["id"], name=block["name"], arguments=block["arguments"], index=self.tool_index
-                )
+                call_id = block["id"]
+                arguments, refusal = check_arguments(block["name"], block["arguments"])
+                if refusal is not None:
+                    self.refused[call_id] = (arguments, refusal)
+                call = ToolCallChunk(id=call_id, name=block["name"], arguments=arguments, index=self.tool_index)
                 self.tool_index += 1
                 return call
         return None
+
+
+def _refusal(refused: Mapping[str, tuple[str, str]], call_id: str) -> str | None:
+    found = refused.get(call_id)
+    return None if found is None else found[1]
+
+
+def _kept(result: StreamResult, refused: Mapping[str, tuple[str, str]]) -> AssistantMessage:
+    """The turn as the conversation keeps it: refused calls with the arguments :func:`check_arguments` gave
+    them, which any provider can be sent."""
+    message = AssistantMessage.from_result(result)
+    if not refused:
+        return message
+    blocks = tuple(
+        ToolCallBlock(id=block.id, name=block.name, arguments=refused[block.id][0])
+        if isinstance(block, ToolCallBlock) and block.id in refused
+        else block
+        for block in message.blocks
+    )
+    return message.model_copy(update={"blocks": blocks})
 
 
 # --- The loop ---------------------------------------------------------------------------------------
@@ -684,6 +464,18 @@ class AgentRun:
         self._producer: asyncio.Task[Exception | None] | None = None
         self._sleeper: asyncio.Future[Any] | None = None
         self._tasks: dict[str, asyncio.Task[_Outcome]] = {}
+        self._tools = ToolRunner(
+            agent.tools,
+            timeout=agent.limits.tool_timeout,
+            threads=agent.limits.tool_threads,
+            grace=agent.limits.tool_cancel_grace,
+            logger=agent.logger,
+            on_interrupt=self._interrupted_in_tool,
+        )
+        #: A KeyboardInterrupt in the main thread while a tool ran: raised to the consumer once the run is over.
+        self._interrupt: BaseException | None = None
+        #: The calls of the current turn that are refused before they run (see _Attempt.refused).
+        self._refused: dict[str, tuple[str, str]] = {}
         self._request: GenerateOptions | None = None
         self._request_meta: tuple[int, int, float] = (0, 0, 0.0)
         self._phase: list[ToolCallBlock] | None = None
@@ -737,11 +529,20 @@ class AgentRun:
             if task is not None and not task.done():
                 task.cancel()
 
+    def _interrupted_in_tool(self, exc: BaseException, call: ToolCallBlock) -> None:
+        """A KeyboardInterrupt in the main thread, in a tool: maybe the user's Ctrl-C. Stop the run; the
+        consumer gets the interrupt instead of the final ``done``."""
+        if self._interrupt is None and self.done is None:
+            self._interrupt = exc
+        self._stop(LlmError(f"interrupted: KeyboardInterrupt in tool {call.name!r}", ErrorCode.ABORTED))
+
     async def _reap(self) -> None:
-        """Cancel and wait for every task of the run (producer, back-off sleep, tools)."""
+        """Cancel and wait for every task of the run (producer, back-off sleep, tools). A tool task already
+        cancelled is not cancelled again: it is waiting for its call to end (at most the grace)."""
         tasks = [t for t in (self._producer, self._sleeper, *self._tasks.values()) if t is not None]
         for task in tasks:
-            task.cancel()
+            if not (isinstance(task, asyncio.Task) and task.cancelling()):
+                task.cancel()
         if tasks:
             await asyncio.wait(tasks)
         self._producer = self._sleeper = None
@@ -792,7 +593,10 @@ class AgentRun:
         try:
             async with contextlib.aclosing(self._turns(aio, handles)) as turns:
                 async for chunk in turns:
-                    yield await self._emit(chunk)
+                    await self._emit(chunk)
+                    if chunk is self.done and self._interrupt is not None:
+                        raise self._interrupt  # a Ctrl-C: the run is over, the program is interrupted
+                    yield chunk
             await self._reap()  # nothing is left running behind a finished run
         except BaseException as exc:
             # Cancelled, closed early (GeneratorExit), or a bug: stop everything, then let it through.
@@ -857,7 +661,7 @@ class AgentRun:
                 # The provider aborted the response: the run ends as a cancellation, the turn not kept.
                 self._stop(_failure_error(result.finish.failure, ErrorCode.ABORTED))
                 continue
-            self.messages.append(AssistantMessage.from_result(result))
+            self.messages.append(_kept(result, self._refused))
             budget = limits.max_output_tokens
             if budget is not None and self._meter.usage is not None and self._meter.usage.completion_tokens > budget:
                 self._stop(
@@ -922,6 +726,12 @@ class AgentRun:
                     flat = step(item)
                     if flat is None:
                         continue
+                    if isinstance(flat, int):  # reasoning: not shown, but streamed and held, so counted
+                        self._text_chars += flat
+                        if text_budget is not None and self._text_chars > text_budget:
+                            self._stop(_over_budget(text_budget))
+                            break
+                        continue
                     if type(flat) is TextChunk:
                         if text_budget is not None:
                             room = text_budget - self._text_chars
@@ -929,16 +739,13 @@ class AgentRun:
                                 if room > 0:
                                     self._text_chars = text_budget
                                     yield TextChunk(content=flat.content[:room])
-                                self._stop(
-                                    LlmError(
-                                        f"the run's text passed its budget of {text_budget} characters",
-                                        ErrorCode.BUDGET_EXCEEDED,
-                                    )
-                                )
+                                self._stop(_over_budget(text_budget))
                                 break
                         self._text_chars += len(flat.content)
                     elif agent.eager_tools and type(flat) is ToolCallChunk:
-                        self._start_tool(ToolCallBlock(id=CallId(flat.id), name=flat.name, arguments=flat.arguments))
+                        # The raw arguments (the flat chunk holds what can be sent back), and the refusal if any.
+                        call = ToolCallBlock(id=CallId(flat.id), name=flat.name, arguments=item["block"]["arguments"])
+                        self._start_tool(call, _refusal(attempt.refused, flat.id))
                     yield flat
             except LlmError as exc:
                 failure = exc
@@ -957,6 +764,7 @@ class AgentRun:
                 failure = _failure_error(result.finish.failure, ErrorCode.UNKNOWN)
             if failure is None and result is not None:
                 await self._stream_end(done_reason(result.finish.kind), result.usage)
+                self._refused = attempt.refused
                 yield result
                 return
             assert failure is not None
@@ -1071,49 +879,11 @@ class AgentRun:
 
     # -- tools
 
-    def _start_tool(self, call: ToolCallBlock) -> asyncio.Task[_Outcome]:
+    def _start_tool(self, call: ToolCallBlock, refusal: str | None = None) -> asyncio.Task[_Outcome]:
         task = self._tasks.get(call.id)
         if task is None:
-            task = self._tasks[call.id] = asyncio.get_running_loop().create_task(self._call_tool(call))
+            task = self._tasks[call.id] = asyncio.get_running_loop().create_task(self._tools.call(call, refusal))
         return task
-
-    async def _call_tool(self, call: ToolCallBlock) -> _Outcome:
-        agent = self.agent
-        found = agent.tools.get(call.name)
-        if found is None:
-            known = ", ".join(sorted(agent.tools)) or "none"
-            return self._tool_failed(call, f"unknown tool {call.name!r} (available: {known})")
-        seconds = found.timeout if found.timeout is not None else agent.limits.tool_timeout
-        if seconds is not None and math.isinf(seconds):
-            seconds = None
-        deadline = asyncio.timeout(seconds)
-        # The call's own signal: a sync tool in its thread cannot be cancelled, but it can look (tool_signal()).
-        controller = AbortController()
-        token = _TOOL_SIGNAL.set(controller.signal)
-        ended = "the tool call was cancelled"
-        try:
-            async with deadline:
-                value = await found.invoke(call.arguments)
-            ended = "the tool call is over"
-            return _Outcome.value(value)
-        except ToolError as exc:
-            return self._tool_failed(call, str(exc))
-        except Exception as exc:
-            if seconds is not None and deadline.expired():
-                ended = f"timed out after {seconds:g} s"
-                return self._tool_failed(call, f"tool {call.name!r} {ended}")
-            return self._tool_failed(call, f"{type(exc).__name__}: {exc}", exc)
-        finally:
-            controller.abort(ended)
-            _TOOL_SIGNAL.reset(token)
-
-    def _tool_failed(self, call: ToolCallBlock, message: str, exc: BaseException | None = None) -> _Outcome:
-        self.agent.logger.warning(
-            "tool_error",
-            extra={"tool": call.name, "tool_call_id": call.id, "error": message},
-            exc_info=exc,
-        )
-        return _Outcome.failure(message)
 
     def _answer(self, call: ToolCallBlock, outcome: _Outcome) -> ToolResultChunk:
         self._results += 1
@@ -1134,7 +904,7 @@ class AgentRun:
 
     async def _run_tools(self, calls: list[ToolCallBlock]) -> AsyncGenerator[Flat, None]:
         self._phase = calls
-        pending = {self._start_tool(call): call for call in calls}
+        pending = {self._start_tool(call, _refusal(self._refused, call.id)): call for call in calls}
         order = {call.id: n for n, call in enumerate(calls)}
         while pending and self._cause is None:
             finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -1193,6 +963,10 @@ def _wake(queue: asyncio.Queue[Any], _: object) -> None:
         queue.put_nowait(_END)
 
 
+def _over_budget(budget: int) -> LlmError:
+    return LlmError(f"the run's text and reasoning passed its budget of {budget} characters", ErrorCode.BUDGET_EXCEEDED)
+
+
 def _timeout(what: str, seconds: float) -> LlmError:
     return LlmError(f"{what} timed out after {seconds:g} s", ErrorCode.TIMEOUT)
 
@@ -1202,6 +976,8 @@ def _interrupted(exc: BaseException) -> LlmError:
         return LlmError("the consumer closed the run", ErrorCode.ABORTED)
     if isinstance(exc, asyncio.CancelledError):
         return LlmError("the run's task was cancelled", ErrorCode.ABORTED)
+    if isinstance(exc, KeyboardInterrupt):  # a Ctrl-C while the run's own code ran (a hook, say)
+        return LlmError("interrupted: KeyboardInterrupt", ErrorCode.ABORTED)
     return LlmError(f"the run failed: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN)
 
 

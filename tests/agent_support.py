@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -279,3 +281,34 @@ def wire(chunks: Iterable[Any]) -> list[dict[str, Any]]:
 def kinds(chunks: Iterable[Any]) -> list[str]:
     """The type of every chunk."""
     return [chunk.type for chunk in chunks]
+
+
+def run_bounded(coro_fn: Callable[[], Any], bound: float = 20.0, on_hang: Callable[[], Any] | None = None) -> Any:
+    """Run ``coro_fn()`` with ``asyncio.run`` in a thread of its own, and return what it returns.
+
+    For runs that used to hang or to kill the program: a run still going after ``bound`` seconds (a generous
+    bound, never reached by a run that works) fails the test instead of hanging it (``on_hang`` is called
+    first, to let the run's tools end); an exception the run raised, a ``KeyboardInterrupt`` or
+    ``SystemExit`` included, fails it as an ``AssertionError`` instead of stopping the test session. The event
+    loop's thread is not the main thread here.
+    """
+    outcome: list[Any] = []
+
+    def main() -> None:
+        try:
+            outcome.append((True, asyncio.run(coro_fn())))
+        except BaseException as exc:
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=main, name="run_bounded", daemon=True)
+    thread.start()
+    thread.join(bound)
+    if thread.is_alive():
+        if on_hang is not None:
+            on_hang()
+        raise AssertionError(f"the run did not end within {bound:g} s: it hangs")
+    ok, value = outcome[0]
+    if not ok:
+        # Not chained: pytest would treat a chained KeyboardInterrupt as the user's own.
+        raise AssertionError("the run raised:\n" + "".join(traceback.format_exception(value)))
+    return value

@@ -404,3 +404,47 @@ def test_an_output_token_budget_stops_after_the_response_that_passes_it() -> Non
     assert out[-1].reason == "cancel" and out[-1].usage is not None and out[-1].usage.completion_tokens == 50
     assert agent_run.error is not None and agent_run.error.code is E.BUDGET_EXCEEDED
     assert ran == []
+
+
+def test_the_text_budget_counts_reasoning_and_stops_at_the_delta_that_passes_it() -> None:
+    # Reasoning is not in the flat stream, but it is streamed and held: 120 blocks of 8 MiB used to pass a
+    # budget of 1,000 characters. The run stops at the delta that passes it, not at the end of the response
+    # (the response here never ends: the turn timeout is only a guard).
+    loop, adapter, _ = make_loop(
+        [Hang(before=Turn().reasoning("a" * 600).reasoning("b" * 600).reasoning("c" * 600).chunks)],
+        limits=sf.AgentLimits(max_text_chars=1000, turn_timeout=10),
+    )
+    agent_run = loop.run("hi")
+    out = run_clean(agent_run)
+    assert wire(out) == [{"type": "done", "reason": "cancel"}]
+    assert agent_run.error is not None and agent_run.error.code is E.BUDGET_EXCEEDED
+    assert agent_run.error.message == "the run's text and reasoning passed its budget of 1000 characters"
+    assert adapter.cancelled == 1
+
+
+def test_reasoning_and_text_share_the_budget() -> None:
+    loop, _, _ = make_loop(
+        [Hang(before=Turn().reasoning("r" * 600).text("t" * 300, "u" * 300).chunks)],
+        limits=sf.AgentLimits(max_text_chars=1000, turn_timeout=10),
+    )
+    agent_run = loop.run("hi")
+    out = run_clean(agent_run)
+    assert wire(out) == [
+        {"type": "text", "content": "t" * 300},
+        {"type": "text", "content": "u" * 100},
+        {"type": "done", "reason": "cancel"},
+    ]
+    assert agent_run.error is not None and agent_run.error.code is E.BUDGET_EXCEEDED
+
+
+def test_a_reasoning_block_without_deltas_counts_at_its_end() -> None:
+    whole = [
+        {"type": "block-start", "index": 0, "blockType": "reasoning"},
+        {"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": "x" * 20}},
+        {"type": "block-start", "index": 1, "blockType": "text"},
+        {"type": "text-delta", "index": 1, "text": "never shown"},
+    ]
+    loop, _, _ = make_loop([Hang(before=whole)], limits=sf.AgentLimits(max_text_chars=10, turn_timeout=10))
+    agent_run = loop.run("hi")
+    assert wire(run_clean(agent_run)) == [{"type": "done", "reason": "cancel"}]
+    assert agent_run.error is not None and agent_run.error.code is E.BUDGET_EXCEEDED

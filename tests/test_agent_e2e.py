@@ -1,6 +1,7 @@
 """The agent loop end to end: ``OpenAICompatibleAdapter`` over real HTTP to the scripted server on 127.0.0.1
 (``tests/sse_server.py``). The seed's two parallel file reads, a rate limit on the second request that succeeds on
-retry, then the answer; and an abort that tears a live response down.
+retry, then the answer; and an abort that tears a live response down. Then ``AnthropicAdapter``: a call whose
+arguments could not be sent back is refused, and the conversation goes on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 import streamfsm as sf
 
 from .agent_support import SEED_READS, FakeClock, collect, kinds, run, wire
-from .sse_server import SSE, Reply, SSEServer, openai_events
+from .sse_server import SSE, Reply, SSEServer, anthropic_events, openai_events
 
 
 @pytest.fixture
@@ -147,3 +148,69 @@ def test_an_abort_tears_a_live_http_response_down(server: SSEServer) -> None:
     while server.active and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.active == 0  # the server saw the client go
+
+
+def a_event(kind: str, **fields: Any) -> dict[str, Any]:
+    """One Messages API event."""
+    return {"type": kind, **fields}
+
+
+def anthropic_turn(*blocks: list[dict[str, Any]], stop: str) -> list[dict[str, Any]]:
+    """A whole Messages API response: message_start, the blocks' events, the stop reason and usage."""
+    start = a_event("message_start", message={"id": "msg_1", "model": "claude", "usage": {"input_tokens": 9}})
+    ending = [
+        a_event("message_delta", delta={"stop_reason": stop}, usage={"output_tokens": 5}),
+        a_event("message_stop"),
+    ]
+    return [start, *(event for block in blocks for event in block), *ending]
+
+
+def tool_use(index: int, call_id: str, name: str, partial_json: str) -> list[dict[str, Any]]:
+    """The events of one tool_use block, its input in one delta."""
+    return [
+        a_event(
+            "content_block_start",
+            index=index,
+            content_block={"type": "tool_use", "id": call_id, "name": name, "input": {}},
+        ),
+        a_event("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": partial_json}),
+        a_event("content_block_stop", index=index),
+    ]
+
+
+def text_block(index: int, text: str) -> list[dict[str, Any]]:
+    """The events of one text block."""
+    return [
+        a_event("content_block_start", index=index, content_block={"type": "text", "text": ""}),
+        a_event("content_block_delta", index=index, delta={"type": "text_delta", "text": text}),
+        a_event("content_block_stop", index=index),
+    ]
+
+
+def test_a_lone_surrogate_in_arguments_is_refused_and_the_anthropic_conversation_goes_on(server: SSEServer) -> None:
+    # The Anthropic API takes a call's arguments as an object (`input`): arguments holding an escaped lone
+    # surrogate could not be serialised into the next request, and the conversation could never go on.
+    server.script(
+        SSE(anthropic_events(anthropic_turn(tool_use(0, "toolu_1", "echo", '{"text": "a\\udc00b"}'), stop="tool_use"))),
+        SSE(anthropic_events(anthropic_turn(text_block(0, "sorry"), stop="end_turn"))),
+    )
+    ran: list[str] = []
+
+    async def echo(text: str) -> str:
+        """Echo the text."""
+        ran.append(text)
+        return text
+
+    loop = sf.AgentLoop(sf.AnthropicAdapter(base_url=server.url), [echo], model="claude")
+    agent_run = loop.run("say it")
+    out = run(collect(agent_run))
+    assert kinds(out) == ["tool_call", "tool_result", "text", "done"] and out[-1].reason == "stop"
+    assert ran == [] and out[1].is_error and "lone surrogate \\udc00" in out[1].result["message"]
+    second = server.requests[1].json()
+    assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
+    assert second["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"text": "a\\udc00b"}}
+    ]
+    (result,) = second["messages"][2]["content"]
+    assert result["tool_use_id"] == "toolu_1" and result["is_error"] is True
+    assert "lone surrogate" in json.loads(result["content"])["message"]

@@ -18,9 +18,11 @@ from pydantic import ConfigDict, Field
 
 from ._abort import AbortSignal
 from ._api import avalidate
+from ._body import ACCEPT_ENCODING
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, WireModel
+from ._secrets import Redactor, check_api_key, check_headers, is_secret_header
 from ._wire import StreamChunk
 
 if TYPE_CHECKING:
@@ -338,22 +340,32 @@ class LlmAdapter(abc.ABC):
         Each chunk is yielded once the machine accepted it; a broken adapter raises the protocol's
         :class:`LlmError` at the chunk where it broke. An exception from the adapter (its :meth:`resolve_model`
         included) that is not an ``LlmError`` becomes ``LlmError(UNKNOWN)`` with the original as ``__cause__``.
-        ``policy=None`` skips the machine.
+        ``policy=None`` skips the machine. No secret of the adapter (its API key) is in the error raised, nor in
+        its causes.
         """
         source: AsyncIterator[StreamChunk] | None = None
+        failure: LlmError | None = None
         try:
             prepared = await self.prepare(options)
             chunks = self.stream(prepared)
             source = chunks if policy is None else avalidate(chunks, policy=policy, limits=limits)
             async for chunk in source:
                 yield chunk
-        except LlmError:
-            raise
+        except LlmError as exc:
+            failure = exc
         except Exception as exc:
-            raise LlmError(f"{type(self).__name__} failed: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN) from exc
+            failure = LlmError(f"{type(self).__name__} failed: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN)
+            failure.__cause__ = exc
         finally:
             if source is not None:
                 await _aclose(source)
+        if failure is not None:
+            # Raised outside the handler, so that no context is attached that the redaction could not cut.
+            raise self._redacted(failure)
+
+    def _redacted(self, error: LlmError) -> LlmError:
+        """``error`` with this adapter's secrets taken out (an adapter with credentials says which they are)."""
+        return error
 
 
 async def _aclose(iterator: AsyncIterator[Any]) -> None:
@@ -367,8 +379,13 @@ class HttpAdapter(LlmAdapter):
 
     ``models`` declares what the adapter knows of each model, reasoning efforts included; a model it does not
     list has no selectable effort. Pass ``client`` (an ``httpx.AsyncClient``) to reuse connections; otherwise
-    each request opens and closes its own, with ``timeout``. ``headers`` are sent with every request, last.
-    A subclass implements :meth:`stream` and says how the key is sent (:meth:`provider_headers`).
+    each request opens and closes its own, with ``timeout`` (connect, and each read). ``deadline`` (seconds, None
+    for none) bounds a whole request, from sending it to its last event: past it the stream raises ``TIMEOUT``.
+    ``max_event_bytes`` bounds one server-sent event (and a JSON answer): ``LIMIT_EXCEEDED`` past it. ``headers``
+    are sent with every request, last. A key or header that cannot be sent is refused here, by name, never
+    quoting it (``AUTH`` for the key, ``INVALID_REQUEST`` for a header), and again at each request; the key and
+    credential headers are redacted from every error. A subclass implements :meth:`stream` and says how the key is
+    sent (:meth:`provider_headers`).
     """
 
     supported_options = frozenset(OPTIONAL_FIELDS) - {"session_id"}
@@ -382,15 +399,25 @@ class HttpAdapter(LlmAdapter):
         models: Sequence[ModelInfo],
         client: httpx.AsyncClient | None,
         timeout: httpx.Timeout | float | None,
+        deadline: float | None,
+        max_event_bytes: int,
         headers: Mapping[str, str] | None,
         identity: AppIdentity,
     ) -> None:
+        check_api_key(api_key)
+        check_headers(headers or {})
+        if deadline is not None and not deadline > 0:  # NaN fails too
+            raise ValueError(f"deadline must be a number of seconds above 0, or None; got {deadline!r}")
+        if max_event_bytes < 1:
+            raise ValueError(f"max_event_bytes must be at least 1, got {max_event_bytes!r}")
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.provider = provider
         self.models = {model.id: model for model in models}
         self.client = client
         self.timeout = timeout
+        self.deadline = deadline
+        self.max_event_bytes = max_event_bytes
         self.headers = dict(headers or {})
         self.identity = identity
 
@@ -412,14 +439,24 @@ class HttpAdapter(LlmAdapter):
         return {}
 
     def request_headers(self) -> dict[str, str]:
-        """Headers of every request: JSON in, events out, attribution, the provider's, then the caller's own."""
-        return {
+        """Headers of every request: JSON in, events out (gzip or deflate), attribution, the provider's, then the
+        caller's own. Raises ``AUTH`` or ``INVALID_REQUEST`` for a key or value that cannot be sent."""
+        check_api_key(self.api_key)
+        headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
+            "accept-encoding": ACCEPT_ENCODING,
             **attribution_headers(self.identity),
             **self.provider_headers(),
             **self.headers,
         }
+        check_headers(headers)
+        return headers
+
+    def _redacted(self, error: LlmError) -> LlmError:
+        """``error`` without the API key or the value of any credential header (as they are now)."""
+        secrets = [self.api_key, *(value for name, value in self.headers.items() if is_secret_header(name))]
+        return Redactor(secrets).error(error)
 
     async def _converted(
         self, converter: Converter, path: str, body: Mapping[str, Any], signal: AbortSignal | None, end: str
@@ -440,6 +477,8 @@ class HttpAdapter(LlmAdapter):
             who=self.provider,
             end=end,
             timeout=self.timeout,
+            deadline=self.deadline,
+            max_event_bytes=self.max_event_bytes,
         )
         async with contextlib.aclosing(events):
             async for event in events:

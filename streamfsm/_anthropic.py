@@ -21,9 +21,20 @@ from ._adapter import (
     ModelInfo,
     ToolResultMessage,
 )
-from ._convert import ProviderBlock, classify_failure, convert, error_detail, finish_reason, malformed, non_negative_int
+from ._convert import (
+    ProviderBlock,
+    classify_failure,
+    convert,
+    error_detail,
+    finish_reason,
+    malformed,
+    non_negative_int,
+    words,
+)
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, TextBlock, ToolCallBlock
+from ._secrets import check_headers
+from ._sse import DEFAULT_MAX_EVENT_BYTES
 from ._wire import StreamChunk, WireFinishReason, WireUsage
 
 if TYPE_CHECKING:
@@ -77,6 +88,8 @@ class AnthropicConverter:
         self.open: ProviderBlock | None = None
         self.count = 0
         self.replay: list[dict[str, Any] | None] = []
+        # Each block's signature, in the pieces it came in: joined once, at the end (joining per delta is quadratic).
+        self.signatures: dict[int, list[str]] = {}
         self.counts: dict[str, int] | None = None  # the usage fields seen so far, by the protocol's names
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
@@ -116,7 +129,8 @@ class AnthropicConverter:
         if kind == "error":
             message, error_kind = error_detail(event)
             raise LlmError(
-                f"the provider sent an error event: {message or event}", classify_failure(None, message, error_kind)
+                f"the provider sent an error event: {message or words(event)}",
+                classify_failure(None, message, error_kind),
             )
         return []  # ping, or an event type added since
 
@@ -185,7 +199,8 @@ class AnthropicConverter:
         else:
             text = _str(content.get("text" if source == "text" else "thinking", ""), f"{source} text")
             if isinstance(content.get("signature"), str) and content["signature"]:
-                replay = {"signature": content["signature"]}
+                replay = {"signature": ""}
+                self.signatures[block.index] = [content["signature"]]
             if text:
                 block.parts.append(text)
                 out.append(block.delta(text))
@@ -201,9 +216,13 @@ class AnthropicConverter:
             raise malformed("content_block_delta without a 'delta' object")
         kind = delta.get("type")
         if kind == "signature_delta":
-            entry = self.replay[block.index] or {}
-            entry["signature"] = entry.get("signature", "") + _str(delta.get("signature"), "signature")
-            self.replay[block.index] = entry
+            parts = self.signatures.get(block.index)
+            if parts is None:
+                parts = self.signatures[block.index] = []
+                entry = self.replay[block.index] or {}
+                entry["signature"] = ""
+                self.replay[block.index] = entry
+            parts.append(_str(delta.get("signature"), "signature"))
             return []
         if kind == "citations_delta":
             entry = self.replay[block.index] or {}
@@ -255,6 +274,10 @@ class AnthropicConverter:
             response = {**self.message, "stopReason": reason}
             if self.stop_sequence is not None:
                 response["stopSequence"] = self.stop_sequence
+            for position, parts in self.signatures.items():
+                entry = self.replay[position]
+                assert entry is not None  # made when its first piece came
+                entry["signature"] = "".join(parts)
             replay = {"response": response, "blocks": list(self.replay)}
             out.append({"type": "finish", "reason": finish, "replayState": replay})
         return out
@@ -341,6 +364,8 @@ class AnthropicAdapter(HttpAdapter):
         models: Sequence[ModelInfo] = (),
         client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout | float | None = None,
+        deadline: float | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         headers: Mapping[str, str] | None = None,
         identity: AppIdentity = APP_IDENTITY,
         default_max_tokens: int = 4096,
@@ -354,12 +379,15 @@ class AnthropicAdapter(HttpAdapter):
             models=models,
             client=client,
             timeout=timeout,
+            deadline=deadline,
+            max_event_bytes=max_event_bytes,
             headers=headers,
             identity=identity,
         )
         self.default_max_tokens = default_max_tokens
         self.thinking_budgets = dict(thinking_budgets or {"low": 1024, "medium": 4096, "high": 16384})
         self.version = version
+        check_headers({"anthropic-version": version})
 
     def provider_headers(self) -> dict[str, str]:
         """The API version, and the key as ``x-api-key``."""

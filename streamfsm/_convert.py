@@ -10,6 +10,7 @@ started, with everything they buffered as one delta, once the open block can end
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Literal, Protocol
 
@@ -24,11 +25,13 @@ __all__ = [
     "ProviderBlock",
     "as_event",
     "classify_failure",
+    "clip",
     "convert",
     "error_detail",
     "finish_reason",
     "malformed",
     "non_negative_int",
+    "words",
 ]
 
 Kind = Literal["text", "reasoning", "tool-call"]
@@ -37,6 +40,17 @@ Kind = Literal["text", "reasoning", "tool-call"]
 def malformed(message: str) -> LlmError:
     """A provider sent something that is not its documented format."""
     return LlmError(message, ErrorCode.MALFORMED_RESPONSE)
+
+
+#: The most of a provider's words a message keeps: an error's message, its kind (the classification reads no more).
+MAX_MESSAGE = 4096
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters not kept]"
 
 
 #: The largest count the protocol carries (a JSON number that is still an exact integer).
@@ -163,7 +177,8 @@ class BlockQueue:
     __slots__ = ("blocks", "next_index", "out")
 
     def __init__(self) -> None:
-        self.blocks: list[ProviderBlock] = []  # not yet ended; blocks[0] is the open one once started
+        # Not yet ended; blocks[0] is the open one once started. A deque: ending the first of many held blocks is O(1).
+        self.blocks: deque[ProviderBlock] = deque()
         self.next_index = 0
         self.out: list[StreamChunk] = []
 
@@ -201,7 +216,7 @@ class BlockQueue:
                 return
             if head.kind == "tool-call" and not head.arguments_complete():
                 return
-            self.out.extend(blocks.pop(0).close())
+            self.out.extend(blocks.popleft().close())
 
     def _start(self, block: ProviderBlock) -> None:
         block.index = self.next_index
@@ -228,7 +243,7 @@ class BlockQueue:
                 # Blocks after it cannot start under STRICT while it stays open; they were cut as well.
                 self.blocks.clear()
                 return
-            self.out.extend(self.blocks.pop(0).close())
+            self.out.extend(self.blocks.popleft().close())
 
     def take(self) -> list[StreamChunk]:
         """The chunks produced since the last call."""
@@ -241,7 +256,8 @@ def finish_reason(reason: str, known: Mapping[str, WireFinishReason], field: str
     is the reason upper-cased (``content_filter`` → ``CONTENT_FILTER``)."""
     finish = known.get(reason)
     if finish is None:
-        failure: WireFailure = {"message": f"the provider stopped with {field} {reason!r}", "code": reason.upper()}
+        shown = clip(reason, 200)
+        failure: WireFailure = {"message": f"the provider stopped with {field} {shown!r}", "code": reason.upper()}
         finish = {"kind": "error", "failure": failure}
     return finish
 
@@ -362,6 +378,7 @@ def classify_failure(status: int | None, message: str, kind: str = "") -> ErrorC
     provider sent inside a stream: its kind decides, and only when that names nothing known, the words of its
     message (so an ``invalid_request_error`` whose message mentions a server is not a server failure).
     """
+    kind, message = clip(kind), clip(message)
     detail = f"{kind} {message}"
     if any(pattern.search(detail) for pattern in _CONTEXT):
         return ErrorCode.CONTEXT_WINDOW_EXCEEDED
@@ -382,13 +399,24 @@ def classify_failure(status: int | None, message: str, kind: str = "") -> ErrorC
 
 def error_detail(body: object) -> tuple[str, str]:
     """(message, kind) of a provider error body — ``{"error": {...}}``, ``{"message": ...}`` or ``{"error": "..."}``;
-    the kind is its ``code`` and ``type``, as far as it has them."""
+    the kind is its ``code`` and ``type``, as far as it has them. Each is cut to :data:`MAX_MESSAGE` characters."""
     if isinstance(body, Mapping):
         error = body.get("error", body)
         if isinstance(error, Mapping):
-            message = str(error.get("message") or error.get("msg") or "")
-            kind = " ".join(str(error[key]) for key in ("code", "type") if error.get(key))
-            return message, kind
+            message = words(error.get("message") or error.get("msg") or "")
+            kind = " ".join(words(error[key]) for key in ("code", "type") if error.get(key))
+            return message, clip(kind)
         if isinstance(error, str):
-            return error, ""
+            return clip(error), ""
     return "", ""
+
+
+def words(value: object) -> str:
+    """A provider's value as text for a message, cut to :data:`MAX_MESSAGE` characters (JSON for a non-string)."""
+    if isinstance(value, str):
+        return clip(value)
+    try:
+        text = orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):  # nested past orjson's depth, or not JSON at all
+        text = f"<{type(value).__name__}>"
+    return clip(text)

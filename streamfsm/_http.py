@@ -1,7 +1,11 @@
-"""The HTTP layer of the provider adapters: one streamed POST, its failures as coded errors, and aborting it.
+"""The HTTP layer of the provider adapters: one streamed POST within bounds, its failures as coded errors, and
+ending it (an abort, a deadline).
 
-Needs the ``http`` extra (``httpx`` and ``httpx-sse``). Nothing here knows the block protocol: it yields
-server-sent events and maps what goes wrong to the codes of SPEC §3.
+Needs the ``http`` extra (``httpx``). Nothing here knows the block protocol: it yields server-sent events (parsed
+by :mod:`streamfsm._sse`) and maps what goes wrong to the codes of SPEC §3. Every read is bounded: the body is
+read raw and its content coding undone a step at a time (:mod:`streamfsm._body`); an event holds at most
+``max_event_bytes``; an error body is read up to :data:`MAX_ERROR_BODY` bytes, no further. Redirects are never
+followed, whatever the client says: the credentials stay with the configured host.
 """
 
 from __future__ import annotations
@@ -12,18 +16,19 @@ import datetime
 import email.utils
 import math
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
 import orjson
-from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from ._abort import AbortSignal
-from ._convert import MAX_COUNT, classify_failure, error_detail, event_object
+from ._body import BodyDecoder
+from ._convert import MAX_COUNT, classify_failure, clip, error_detail, event_object
 from ._errors import ErrorCode, LlmError
+from ._sse import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser, parse_sse
 
-__all__ = ["DEFAULT_TIMEOUT", "post_sse", "read_sse", "request_json", "retry_after_ms"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "post_sse", "read_sse", "request_json", "retry_after_ms"]
 
 T = TypeVar("T")
 
@@ -71,28 +76,77 @@ def request_id(headers: httpx.Headers) -> str | None:
     return str(value) if value else None
 
 
-def _http_error(response: httpx.Response, body: bytes, who: str) -> LlmError:
+#: The most of an error body that is read, decoded: past it the body is not read at all (the message keeps less).
+MAX_ERROR_BODY = 64 * 1024
+#: The most of a redirect's ``location`` an error message shows.
+_SHOWN_LOCATION = 200
+
+
+async def _http_error(response: httpx.Response, guard: _Guard, who: str) -> LlmError:
+    """The coded error of a status ≥ 300, its body read up to :data:`MAX_ERROR_BODY` (abort and deadline honoured)."""
+    status = response.status_code
+    extra: dict[str, Any] = {
+        "status": status,
+        "retry_after_ms": retry_after_ms(response.headers),
+        "request_id": request_id(response.headers),
+    }
+    if status < 400:
+        location = clip(response.headers.get("location", ""), _SHOWN_LOCATION)
+        return LlmError(
+            f"{who}: HTTP {status}: the provider redirects to {location!r}; redirects are not followed, so that the "
+            "credentials never leave the configured host (configure the new address instead)",
+            ErrorCode.PROVIDER_HTTP_ERROR,
+            **extra,
+        )
+    note = ""
+    try:
+        body, more = await _read(response, guard, MAX_ERROR_BODY)
+        if more:
+            note = f" (the body is longer than {MAX_ERROR_BODY:,} bytes: the rest was not read)"
+    except httpx.HTTPError as exc:  # the status says more than the failure to read its explanation
+        body, note = b"", f" (its body could not be read: {type(exc).__name__})"
+    except LlmError as exc:
+        if exc.code != ErrorCode.MALFORMED_RESPONSE:
+            raise  # aborted, or past the deadline
+        body, note = b"", " (its body could not be decoded)"
     try:
         parsed: object = orjson.loads(body)
     except orjson.JSONDecodeError:
         parsed = None
     message, kind = error_detail(parsed)
     if not message:
-        message = body.decode("utf-8", "replace").strip()[:500] or response.reason_phrase
-    code = classify_failure(response.status_code, message, kind)
-    return LlmError(
-        f"{who}: HTTP {response.status_code}: {message}",
-        code,
-        status=response.status_code,
-        retry_after_ms=retry_after_ms(response.headers),
-        request_id=request_id(response.headers),
-    )
+        message = clip(body.decode("utf-8", "replace").strip(), 500) or response.reason_phrase
+    code = classify_failure(status, message, kind)
+    return LlmError(f"{who}: HTTP {status}: {message}{note}", code, **extra)
+
+
+async def _read(response: httpx.Response, guard: _Guard, limit: int) -> tuple[bytes, bool]:
+    """Up to ``limit`` decoded bytes of the body, and whether it held more (then the rest is not read)."""
+    decoder = BodyDecoder(response.headers.get("content-encoding"))
+    kept = bytearray()
+    raw = response.aiter_raw()
+    while True:
+        chunk: bytes | None = await guard.run(anext(raw, None))
+        for piece in decoder.end() if chunk is None else decoder.decode(chunk):
+            room = limit - len(kept)
+            if len(piece) > room:
+                kept += piece[:room]
+                return bytes(kept), True
+            kept += piece
+            guard.check()
+        if chunk is None:
+            return bytes(kept), False
 
 
 def _transport_error(exc: httpx.HTTPError, who: str) -> LlmError:
+    name = type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return LlmError(f"{who}: timed out ({type(exc).__name__}: {exc})", ErrorCode.TIMEOUT)
-    return LlmError(f"{who}: connection failed ({type(exc).__name__}: {exc})", ErrorCode.TRANSPORT)
+        return LlmError(f"{who}: timed out ({name}: {exc})", ErrorCode.TIMEOUT)
+    if isinstance(exc, httpx.LocalProtocolError | httpx.UnsupportedProtocol):  # ours: sending again cannot help
+        return LlmError(f"{who}: the request could not be sent ({name}: {exc})", ErrorCode.INVALID_REQUEST)
+    if isinstance(exc, httpx.DecodingError):
+        return LlmError(f"{who}: the response could not be decoded ({name}: {exc})", ErrorCode.MALFORMED_RESPONSE)
+    return LlmError(f"{who}: connection failed ({name}: {exc})", ErrorCode.TRANSPORT)
 
 
 def _nothing() -> None:
@@ -100,53 +154,98 @@ def _nothing() -> None:
 
 
 class _Guard:
-    """Tears a request down when its :class:`AbortSignal` aborts.
+    """Ends a request when its :class:`AbortSignal` aborts or its deadline passes.
 
-    While the stream awaits the network the consuming task is cancelled (and the cancellation turned into
-    ``LlmError(ABORTED)``); while it is suspended at a ``yield`` the response is closed and the next step
-    raises. No task is created per event: the signal's listener does the work.
+    While the request awaits the network the consuming task is cancelled (and the cancellation turned into the
+    ``LlmError``: ``ABORTED``, or ``TIMEOUT`` for the deadline); while it is suspended at a ``yield`` the response
+    is closed and the next step raises. No task is created per event: the signal's listener and one timer do the
+    work. :meth:`check` also reads the signal and the clock, because a loop whose reads never suspend (a fast
+    local body) gives neither a turn.
     """
 
-    def __init__(self, signal: AbortSignal | None) -> None:
+    def __init__(self, signal: AbortSignal | None, deadline: float | None = None, who: str = "") -> None:
         self.signal = signal
+        self.who = who
+        self.deadline = deadline
         self.loop = asyncio.get_running_loop()
         self.task: asyncio.Task[Any] | None = None
         self.inside = False
-        self.fired = False
+        self.ended: Callable[[], LlmError] | None = None  # why the request was ended, once it was
         self.response: httpx.Response | None = None
         self.closing: asyncio.Task[None] | None = None
+        self.watching = signal is not None or deadline is not None
+        self.expires = None if deadline is None else self.loop.time() + deadline
+        self.timer = None if self.expires is None else self.loop.call_at(self.expires, self._end, self._timeout)
         self.remove: Callable[[], None] = _nothing if signal is None else signal.add_listener(self._listener)
+
+    def _timeout(self) -> LlmError:
+        return LlmError(f"{self.who}: the deadline of {self.deadline:g} s passed", ErrorCode.TIMEOUT)
+
+    def _aborted(self) -> LlmError:
+        assert self.signal is not None
+        return self.signal.error()
 
     def _listener(self) -> None:
         # A request whose event loop is gone has nothing left to tear down; abort() must not fail for it.
         with contextlib.suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(self._abort)
+            self.loop.call_soon_threadsafe(self._end, self._aborted)
 
-    def _abort(self) -> None:
-        self.fired = True
+    def _end(self, why: Callable[[], LlmError]) -> None:
+        if self.ended is not None:
+            return
+        self.ended = why
         if self.inside and self.task is not None:
             self.task.cancel()
         elif self.response is not None:
             self.closing = self.loop.create_task(self.response.aclose())
 
+    def check(self) -> None:
+        """Raise the ``LlmError`` that ends the request, if it was aborted or is past its deadline."""
+        if not self.watching:
+            return
+        if self.ended is not None:
+            raise self.ended()
+        if self.signal is not None and self.signal.aborted:
+            raise self.signal.error()
+        if self.expires is not None and self.loop.time() >= self.expires:
+            raise self._timeout()
+
     async def run(self, awaitable: Awaitable[T]) -> T:
-        signal = self.signal
-        if signal is None:
+        """Await ``awaitable``, ended at once by an abort or the deadline."""
+        if not self.watching:
             return await awaitable
-        if self.fired or signal.aborted:
+        try:
+            self.check()
+        except LlmError:
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()
-            raise signal.error()
+            raise
         self.task = asyncio.current_task()
         self.inside = True
         try:
             return await awaitable
         except asyncio.CancelledError:
-            if self.fired and self.task is not None and self.task.uncancel() == 0:
-                raise signal.error() from None
+            if self.ended is not None and self.task is not None and self.task.uncancel() == 0:
+                raise self.ended() from None
             raise
         finally:
             self.inside = False
+
+    def close(self) -> None:
+        """The request is over: no listener, no timer, nothing left to close."""
+        self.remove()
+        if self.timer is not None:
+            self.timer.cancel()
+        self.response = None  # an abort that comes now has nothing to close
+
+
+def _check_event_stream(response: httpx.Response, who: str) -> None:
+    media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media != "text/event-stream":
+        raise LlmError(
+            f"{who}: the response is not an event stream: Content-Type {clip(media, 80)!r}, not 'text/event-stream'",
+            ErrorCode.MALFORMED_RESPONSE,
+        )
 
 
 async def post_sse(
@@ -159,43 +258,51 @@ async def post_sse(
     who: str,
     end: str,
     timeout: httpx.Timeout | float | None = None,
+    deadline: float | None = None,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> AsyncGenerator[Mapping[str, Any], None]:
     """POST ``body`` as JSON and yield the data of each server-sent event: a JSON object.
 
     The stream ends at the event whose data is ``end`` (OpenAI's ``[DONE]``); a body that ends before it raises
     ``STREAM_CLOSED``, so a provider whose last event is an object of its own stops iterating there. Without a
-    ``client``, one is opened (with ``timeout``, else :data:`DEFAULT_TIMEOUT`) and closed at the end.
+    ``client``, one is opened (with ``timeout``, else :data:`DEFAULT_TIMEOUT`) and closed at the end; a client's
+    ``follow_redirects`` is overridden: a redirect is an error. ``deadline`` (seconds) bounds the whole request,
+    from sending it to the last event.
 
-    Raises :class:`LlmError`: the status codes of SPEC §3 (with ``status``, ``retry_after_ms``, ``request_id``),
-    ``MALFORMED_RESPONSE`` for a success that is not an event stream or an event that is not a JSON object,
-    ``TRANSPORT``/``TIMEOUT`` for the connection, ``ABORTED`` when ``signal`` aborts. The response is closed
-    however the iteration ends.
+    Raises :class:`LlmError`: the status codes of SPEC §3 (with ``status``, ``retry_after_ms``, ``request_id``;
+    a 3xx is ``PROVIDER_HTTP_ERROR``), ``MALFORMED_RESPONSE`` for a success that is not an event stream, an event
+    that is not a JSON object or a content coding that is broken or unknown, ``LIMIT_EXCEEDED`` for an event past
+    ``max_event_bytes``, ``TRANSPORT``/``TIMEOUT`` for the connection (``TIMEOUT`` also past the deadline),
+    ``ABORTED`` when ``signal`` aborts. The response is closed however the iteration ends.
     """
-    guard = _Guard(signal)
+    guard = _Guard(signal, deadline, who)
     response: httpx.Response | None = None
     async with _client(client, timeout) as http:
         try:
             request = http.build_request("POST", url, headers=dict(headers), content=orjson.dumps(body))
-            response = await guard.run(http.send(request, stream=True))
+            response = await guard.run(http.send(request, stream=True, follow_redirects=False))
             guard.response = response
             if response.status_code >= 300:
-                raise _http_error(response, await guard.run(response.aread()), who)
-            events = EventSource(response).aiter_sse()
+                raise await _http_error(response, guard, who)
+            _check_event_stream(response, who)
+            decoder = BodyDecoder(response.headers.get("content-encoding"))
+            parser = SSEParser(max_event_bytes)
+            raw = response.aiter_raw()
             while True:
-                event: ServerSentEvent | None = await guard.run(anext(events, None))
-                if event is None:
+                chunk: bytes | None = await guard.run(anext(raw, None))
+                for piece in decoder.end() if chunk is None else decoder.decode(chunk):
+                    for event in parser.feed(piece):
+                        if event.data == end:
+                            return
+                        yield event_object(event.data, who)
+                        guard.check()
+                    guard.check()
+                if chunk is None:  # an event left without its blank line is dropped, as the standard says
                     raise LlmError(f"{who}: the stream ended without {end}", ErrorCode.STREAM_CLOSED)
-                if event.data == end:
-                    return
-                if event.data:
-                    yield event_object(event.data, who)
-        except SSEError as exc:  # a subclass of httpx.TransportError: first
-            raise LlmError(f"{who}: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
         except httpx.HTTPError as exc:
             raise _transport_error(exc, who) from exc
         finally:
-            guard.remove()
-            guard.response = None  # an abort that comes now has nothing to close
+            guard.close()
             if response is not None:
                 await response.aclose()
             if guard.closing is not None:
@@ -210,17 +317,30 @@ async def request_json(
     headers: Mapping[str, str],
     who: str,
     timeout: httpx.Timeout | float | None = None,
+    deadline: float | None = None,
+    max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> Any:
-    """One request whose answer is JSON (model listings); the client and failures as in :func:`post_sse`."""
+    """One request whose answer is JSON of at most ``max_bytes`` (model listings, ``LIMIT_EXCEEDED`` past it);
+    the client, redirects, the deadline and failures as in :func:`post_sse`."""
+    guard = _Guard(None, deadline, who)
+    response: httpx.Response | None = None
     async with _client(client, timeout) as http:
         try:
-            response = await http.request(method, url, headers=dict(headers))
+            request = http.build_request(method, url, headers=dict(headers))
+            response = await guard.run(http.send(request, stream=True, follow_redirects=False))
+            if response.status_code >= 300:
+                raise await _http_error(response, guard, who)
+            body, more = await _read(response, guard, max_bytes)
         except httpx.HTTPError as exc:
             raise _transport_error(exc, who) from exc
-    if response.status_code >= 300:
-        raise _http_error(response, response.content, who)
+        finally:
+            guard.close()
+            if response is not None:
+                await response.aclose()
+    if more:
+        raise LlmError(f"{who}: the response is longer than {max_bytes:,} bytes", ErrorCode.LIMIT_EXCEEDED)
     try:
-        return orjson.loads(response.content)
+        return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise LlmError(f"{who}: the response is not JSON: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
 
@@ -237,13 +357,10 @@ async def _client(
         yield own
 
 
-def read_sse(data: bytes) -> Iterator[ServerSentEvent]:
+def read_sse(data: bytes) -> list[SSEEvent]:
     """The server-sent events of a recorded body, parsed by the same parser as live responses.
 
     A recording whose last event lacks its closing blank line (as files often do) keeps that event: the end
     of the file ends it.
     """
-    if not data.endswith((b"\n\n", b"\r\n\r\n")):
-        data += b"\n\n"
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=data)
-    return EventSource(response).iter_sse()
+    return parse_sse(data)

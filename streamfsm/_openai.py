@@ -28,9 +28,11 @@ from ._convert import (
     finish_reason,
     malformed,
     non_negative_int,
+    words,
 )
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, TextBlock, ToolCallBlock
+from ._sse import DEFAULT_MAX_EVENT_BYTES
 from ._wire import StreamChunk, WireFinishReason, WireUsage
 
 if TYPE_CHECKING:
@@ -110,7 +112,8 @@ class OpenAIConverter:
         if error:
             message, kind = error_detail(event)
             raise LlmError(
-                f"the provider sent an error in the stream: {message or error}", classify_failure(None, message, kind)
+                f"the provider sent an error in the stream: {message or words(error)}",
+                classify_failure(None, message, kind),
             )
         if self.response_id is None and isinstance(event.get("id"), str):
             self.response_id = event["id"]
@@ -283,6 +286,8 @@ class OpenAICompatibleAdapter(HttpAdapter):
         models: Sequence[ModelInfo] = (),
         client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout | float | None = None,
+        deadline: float | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         headers: Mapping[str, str] | None = None,
         identity: AppIdentity = APP_IDENTITY,
         max_tokens_field: str = "max_tokens",
@@ -295,6 +300,8 @@ class OpenAICompatibleAdapter(HttpAdapter):
             models=models,
             client=client,
             timeout=timeout,
+            deadline=deadline,
+            max_event_bytes=max_event_bytes,
             headers=headers,
             identity=identity,
         )
@@ -308,9 +315,23 @@ class OpenAICompatibleAdapter(HttpAdapter):
         from ._http import request_json
 
         url = f"{self.base_url}/models"
-        listing = await request_json(
-            self.client, "GET", url, headers=self.request_headers(), who=self.provider, timeout=self.timeout
-        )
+        try:
+            listing = await request_json(
+                self.client,
+                "GET",
+                url,
+                headers=self.request_headers(),
+                who=self.provider,
+                timeout=self.timeout,
+                deadline=self.deadline,
+                max_bytes=self.max_event_bytes,
+            )
+        except LlmError as exc:
+            failure: LlmError | None = exc
+        else:
+            failure = None
+        if failure is not None:  # raised outside the handler: see LlmAdapter.generate
+            raise self._redacted(failure)
         data = listing.get("data") if isinstance(listing, Mapping) else None
         if not isinstance(data, list):
             raise malformed(f"{self.provider}: GET /models did not return a 'data' list")

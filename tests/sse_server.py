@@ -16,6 +16,10 @@ Responses:
   connection dropped mid-stream).
 - ``Reply(status, body, headers, delay=0.0)``: a complete response (``body`` a dict is sent as JSON), ``delay``
   seconds before its status line.
+- ``Raw(pieces)``: the response byte for byte, status line and framing included (a float among the pieces is a
+  pause, in seconds); the connection is closed after the last piece. ``pieces`` may be a generator, consumed
+  once: a body of any size is made while it is written. ``head(status, headers)`` and ``chunked(pieces)`` help
+  build one; anything else (broken framing, broken compression) is the test's to write.
 
 A request with nothing scripted gets ``599``. ``server.disconnects`` records when the server noticed a client
 had gone while it was still writing; ``server.active`` counts requests being answered right now.
@@ -28,14 +32,14 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import orjson
 
-__all__ = ["SSE", "Recorded", "Reply", "SSEServer", "anthropic_events", "openai_events"]
+__all__ = ["SSE", "Raw", "Recorded", "Reply", "SSEServer", "anthropic_events", "chunked", "head", "openai_events"]
 
 
 @dataclass
@@ -56,6 +60,30 @@ class Reply:
     body: Any = b""
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+
+
+@dataclass
+class Raw:
+    """A scripted response written as it is: bytes, with pauses (floats, in seconds) between them."""
+
+    pieces: Iterable[bytes | float]
+
+
+def head(status: int, headers: Mapping[str, str] | None = None) -> bytes:
+    """A status line and headers, up to the blank line that ends them."""
+    lines = [f"HTTP/1.1 {status} Scripted", *(f"{name}: {value}" for name, value in (headers or {}).items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def chunked(pieces: Iterable[bytes | float], *, last: bool = True) -> Iterator[bytes | float]:
+    """``pieces`` in chunked transfer coding, one chunk each (pauses passed through), then the last chunk."""
+    for piece in pieces:
+        if isinstance(piece, float):
+            yield piece
+        elif piece:
+            yield b"%x\r\n%s\r\n" % (len(piece), piece)
+    if last:
+        yield b"0\r\n\r\n"
 
 
 @dataclass
@@ -87,7 +115,7 @@ class SSEServer:
     """The server, run in a thread for the duration of a ``with`` block."""
 
     def __init__(self) -> None:
-        self.queue: deque[SSE | Reply] = deque()
+        self.queue: deque[SSE | Reply | Raw] = deque()
         self.requests: list[Recorded] = []
         self.disconnects: list[float] = []
         self.active = 0
@@ -118,6 +146,8 @@ class SSEServer:
                 try:
                     if isinstance(response, Reply):
                         self._reply(response)
+                    elif isinstance(response, Raw):
+                        self._raw(response)
                     else:
                         self._stream(response)
                 finally:
@@ -137,7 +167,28 @@ class SSEServer:
                     self.send_header(name, value)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except OSError:  # the client went away before the whole body (it reads only so much)
+                    with server.lock:
+                        server.disconnects.append(time.monotonic())
+                    self.close_connection = True
+
+            def _raw(self, raw: Raw) -> None:
+                self.close_connection = True
+                try:
+                    for piece in raw.pieces:
+                        if isinstance(piece, float):
+                            time.sleep(piece)
+                        else:
+                            self.wfile.write(piece)
+                            self.wfile.flush()
+                except OSError:  # the client went away
+                    with server.lock:
+                        server.disconnects.append(time.monotonic())
+                finally:
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
 
             def _stream(self, sse: SSE) -> None:
                 self.send_response(200)
@@ -169,7 +220,7 @@ class SSEServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def script(self, *responses: SSE | Reply) -> None:
+    def script(self, *responses: SSE | Reply | Raw) -> None:
         """Queue the responses the next requests get, in order."""
         self.queue.extend(responses)
 

@@ -92,7 +92,7 @@ def test_unknown_hook_events_are_refused() -> None:
 
 
 def test_metrics_per_turn_and_per_run() -> None:
-    loop, _, _ = make_loop(two_turns_with_a_retry(), [probe])
+    loop, _, _ = make_loop(two_turns_with_a_retry(), [probe], retry=sf.RetryPolicy(jitter=False))
     agent_run = loop.run("go")
     run(collect(agent_run))
     first, second = agent_run.turns
@@ -117,6 +117,34 @@ def test_metrics_per_turn_and_per_run() -> None:
     }
     # The run's done carries the run's usage.
     assert agent_run.done is not None and agent_run.done.usage == total.token_usage
+
+
+def test_the_runs_metrics_count_the_turn_still_open_and_each_turn_once() -> None:
+    seen: list[tuple[Any, ...]] = []
+    runs: list[sf.AgentRun] = []
+
+    def on_chunk(chunk: Any) -> None:
+        (agent_run,) = runs
+        m = agent_run.metrics
+        seen.append((chunk.type, len(agent_run.turns), m.chunk_count, m.retry_count, m.tool_call_count, m.token_usage))
+
+    loop, _, _ = make_loop(
+        two_turns_with_a_retry(), [probe], hooks=sf.Hooks(chunk=on_chunk), retry=sf.RetryPolicy(jitter=False)
+    )
+    runs.append(loop.run("go"))
+    run(collect(runs[0]))
+    turn_1 = sf.TokenUsage(prompt_tokens=100, completion_tokens=20, total_tokens=120)
+    both = sf.TokenUsage(prompt_tokens=110, completion_tokens=27, total_tokens=137)
+    error, text, call, result, answer_text, done = seen
+    # Turn 1 still open: its retry and the chunks come so far are the run's already.
+    assert error == ("error", 0, 0, 1, 0, None)
+    assert text[:2] == ("text", 0) and 2 <= text[2] <= 9 and text[3:] == (1, 0, None)
+    assert call[:2] == ("tool_call", 0) and 3 <= call[2] <= 9 and call[3:] == (1, 0, None)
+    # Turn 1 closed: rolled up once.
+    assert result == ("tool_result", 1, 9, 1, 1, turn_1)
+    assert answer_text[:2] == ("text", 1) and 11 <= answer_text[2] <= 14 and answer_text[3:] == (1, 1, turn_1)
+    assert done == ("done", 2, 14, 1, 1, both)
+    assert runs[0].metrics.chunk_count == sum(t.chunk_count for t in runs[0].turns) == 14
 
 
 def test_the_run_starts_when_its_first_chunk_is_asked_for() -> None:
@@ -151,7 +179,7 @@ def records(caplog: pytest.LogCaptureFixture, msg: str) -> list[logging.LogRecor
 
 
 def test_structured_log_records(caplog: pytest.LogCaptureFixture) -> None:
-    loop, _, _ = make_loop(two_turns_with_a_retry(), [probe])
+    loop, _, _ = make_loop(two_turns_with_a_retry(), [probe], retry=sf.RetryPolicy(jitter=False))
     with caplog.at_level(logging.DEBUG, logger="streamfsm.agent"):
         run(collect(loop.run("go")))
     requests = records(caplog, "llm_request")

@@ -1,10 +1,12 @@
-"""Failures and retries in the agent loop: back-off through the injected clock, errors that reach the consumer
-unchanged, failed attempts whose output is discarded, and adapters that break the protocol.
+"""Failures and retries in the agent loop: back-off through the injected clock (with full jitter, seeded), errors
+that reach the consumer unchanged, failed attempts whose output is discarded, and adapters that break the protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 from typing import Any
 
 import pytest
@@ -56,8 +58,57 @@ RATE_LIMIT = sf.LlmError("Rate limit exceeded", E.RATE_LIMIT, status=429)
         pytest.param(sf.LlmError("x", "PROVIDER_SPECIFIC"), 1, None, id="unknown code"),
     ],
 )
-def test_next_delay(error: sf.LlmError, retry: int, delay: int | None) -> None:
-    assert sf.RetryPolicy().next_delay_ms(error, retry) == delay
+def test_next_delay_without_jitter(error: sf.LlmError, retry: int, delay: int | None) -> None:
+    assert sf.RetryPolicy(jitter=False).next_delay_ms(error, retry) == delay
+
+
+# -- full jitter -----------------------------------------------------------------------------------
+
+#: What the loop knows of retry-after: none, below every back-off, above the first ones, at the cap.
+ASKED = [None, 10, 1500, 5000, 30_000]
+
+
+def test_jitter_is_the_default_and_its_draws_are_deterministic_under_a_seed() -> None:
+    assert sf.RetryPolicy().jitter
+    policy = sf.RetryPolicy(seed=7, max_retries=5)
+    rng = policy.rng()
+    delays = [policy.next_delay_ms(RATE_LIMIT, n, rng) for n in range(1, 6)]
+    # round(uniform(0, ceiling)) from random.Random(7), one draw per retry: the same on every machine.
+    assert delays == [324, 302, 2604, 579, 8574]
+    draws = random.Random(7)
+    assert delays == [round(draws.uniform(0, policy.backoff_ms(n))) for n in range(1, 6)]
+    rng = policy.rng()  # a new source starts the sequence again
+    assert [policy.next_delay_ms(RATE_LIMIT, n, rng) for n in range(1, 6)] == delays
+    # Without a source of its own, each call draws the seeded source's first number.
+    assert policy.next_delay_ms(RATE_LIMIT, 1) == policy.next_delay_ms(RATE_LIMIT, 1) == 324
+
+
+@pytest.mark.parametrize("asked", ASKED)
+def test_jittered_delays_stay_within_zero_and_the_ceiling_and_never_below_retry_after(asked: int | None) -> None:
+    error = sf.LlmError("busy", E.RATE_LIMIT, retry_after_ms=asked)
+    for seed in range(200):
+        policy = sf.RetryPolicy(seed=seed, max_retries=7)
+        rng = policy.rng()
+        for retry in range(1, 8):
+            delay = policy.next_delay_ms(error, retry, rng)
+            ceiling = policy.backoff_ms(retry)
+            assert delay is not None
+            assert max(0, asked or 0) <= delay <= max(ceiling, asked or 0), (seed, retry, delay)
+
+
+def test_jitter_spreads_the_delays_over_the_whole_range() -> None:
+    # 1,000 seeded draws under a ceiling of 1,000 ms: bounds that a uniform draw passes with room to spare.
+    delays = [sf.RetryPolicy(seed=seed).next_delay_ms(RATE_LIMIT, 1) for seed in range(1000)]
+    assert all(d is not None and 0 <= d <= 1000 for d in delays)
+    numbers = [d for d in delays if d is not None]
+    assert min(numbers) < 50 and max(numbers) > 950 and 400 < sum(numbers) / len(numbers) < 600
+
+
+def test_a_retry_after_past_the_cap_is_still_not_retried_with_jitter() -> None:
+    policy = sf.RetryPolicy(seed=1)
+    assert policy.next_delay_ms(sf.LlmError("x", E.RATE_LIMIT, retry_after_ms=30_001), 1) is None
+    assert policy.next_delay_ms(RATE_LIMIT, 4) is None  # retries exhausted
+    assert policy.next_delay_ms(sf.LlmError("x", E.AUTH), 1) is None  # not retryable
 
 
 def test_policy_is_checked() -> None:
@@ -71,7 +122,9 @@ def test_policy_is_checked() -> None:
 
 
 def test_a_rate_limit_succeeds_on_retry_after_the_back_off() -> None:
-    loop, adapter, clock = make_loop([Fail(RATE_LIMIT), Fail(RATE_LIMIT), answer("Hello, world!")])
+    loop, adapter, clock = make_loop(
+        [Fail(RATE_LIMIT), Fail(RATE_LIMIT), answer("Hello, world!")], retry=sf.RetryPolicy(jitter=False)
+    )
     started = clock.now
     agent_run = loop.run("hi")
     out = run(collect(agent_run))
@@ -98,6 +151,37 @@ def test_a_rate_limit_succeeds_on_retry_after_the_back_off() -> None:
     assert out[0].error is RATE_LIMIT  # the very error the adapter raised
 
 
+def test_a_seeded_run_sleeps_the_jittered_delays_it_reports(caplog: pytest.LogCaptureFixture) -> None:
+    def one_run() -> tuple[list[float], list[Any], list[int]]:
+        errors = [sf.LlmError(f"overloaded {n}", E.SERVER, status=503) for n in range(3)]
+        loop, _, clock = make_loop([*(Fail(e) for e in errors), answer("ok")], retry=sf.RetryPolicy(seed=7))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="streamfsm.agent"):
+            out = run(collect(loop.run("hi")))
+        logged = [r.__dict__["delay_ms"] for r in caplog.records if r.msg == "llm_retry"]
+        return clock.sleeps, out, logged
+
+    sleeps, out, logged = one_run()
+    # The sequence of test_jitter_is_the_default_and_its_draws_are_deterministic_under_a_seed, one draw per retry.
+    assert [c.retry_after for c in out[:3]] == logged == [324, 302, 2604]
+    assert sleeps == [0.324, 0.302, 2.604]
+    assert kinds(out) == ["error", "error", "error", "text", "done"]
+    again, _, _ = one_run()
+    assert again == sleeps  # each run has its own source: a seeded run is the same every time
+
+
+def test_a_jittered_back_off_never_sleeps_less_than_the_providers_retry_after() -> None:
+    slow_down = sf.LlmError("slow down", E.RATE_LIMIT, status=429, retry_after_ms=900)
+    for seed in range(20):
+        loop, _, clock = make_loop(
+            [Fail(slow_down), Fail(slow_down), Fail(slow_down), answer("ok")], retry=sf.RetryPolicy(seed=seed)
+        )
+        out = run(collect(loop.run("hi")))
+        ceilings = [1000, 2000, 4000]
+        assert [c.retry_after for c in out[:3]] == [round(s * 1000) for s in clock.sleeps]
+        assert all(900 <= round(s * 1000) <= c for s, c in zip(clock.sleeps, ceilings, strict=True)), clock.sleeps
+
+
 def test_the_providers_retry_after_is_honoured() -> None:
     slow_down = sf.LlmError("slow down", E.RATE_LIMIT, status=429, retry_after_ms=5000)
     loop, _, clock = make_loop([Fail(slow_down), answer("ok")])
@@ -107,7 +191,7 @@ def test_the_providers_retry_after_is_honoured() -> None:
 
 def test_retries_run_out_and_the_last_error_ends_the_run() -> None:
     errors = [sf.LlmError(f"overloaded {n}", E.SERVER, status=503) for n in range(4)]
-    loop, adapter, clock = make_loop([Fail(e) for e in errors])
+    loop, adapter, clock = make_loop([Fail(e) for e in errors], retry=sf.RetryPolicy(jitter=False))
     agent_run = loop.run("hi")
     out = run(collect(agent_run))
     assert kinds(out) == ["error", "error", "error", "error", "done"]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import streamfsm as sf
+from streamfsm._check import printable
 
 _USAGE: dict[str, Any] = {"type": "usage", "usage": {"inputTokens": 100, "outputTokens": 50}}
 
@@ -96,29 +97,36 @@ def bash(command: str) -> str:
 
 
 async def show(loop: sf.AgentLoop, prompt: str, out: TextIO) -> sf.DoneChunk | None:
-    """Run one prompt through the loop, printing the flat stream as it comes."""
+    """Run one prompt through the loop, printing the flat stream as it comes.
+
+    Everything a model (or a tool) sent is shown through ``printable``: its control characters, C1 controls
+    and bidirectional controls escaped (``\\x1b``, ``\\u202e``), so that an endpoint cannot retitle, clear or
+    reorder the terminal; the model's text keeps its line ends and tabs.
+    """
     run = loop.run(prompt)
     done: sf.DoneChunk | None = None
     async for chunk in run:
         if isinstance(chunk, sf.TextChunk):
-            out.write(chunk.content)
+            out.write(printable(chunk.content, lines=True))
         elif isinstance(chunk, sf.ToolCallChunk):
-            out.write(f"\n  → tool call {chunk.id}: {chunk.name}({chunk.arguments})\n")
+            call = printable(f"{chunk.id}: {chunk.name}({chunk.arguments})")
+            out.write(f"\n  → tool call {call}\n")
         elif isinstance(chunk, sf.ToolResultChunk):
-            shown = str(chunk.result).replace("\n", ", ")
+            shown = printable(str(chunk.result).replace("\n", ", "))
             out.write(f"  ← {'error' if chunk.is_error else 'result'}: {shown[:100]}\n")
         elif isinstance(chunk, sf.ErrorChunk):
             error = chunk.error
             where = f" at chunk {error.chunk_index}" if error.chunk_index is not None else ""
             retry = f", retrying in {chunk.retry_after} ms" if chunk.recoverable else ""
-            out.write(f"\n  rejected: {error.code}{where}{retry}\n  {error.message}\n")
+            out.write(f"\n  rejected: {printable(str(error.code))}{where}{retry}\n  {printable(error.message)}\n")
         elif isinstance(chunk, sf.DoneChunk):
             done = chunk
             usage = chunk.usage
             tokens = (
                 f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens" if usage else "no usage"
             )
-            out.write(f"\n  done: {chunk.reason}; {tokens}; {run.metrics.tool_call_count} tool call(s)\n")
+            reason = printable(str(chunk.reason))
+            out.write(f"\n  done: {reason}; {tokens}; {run.metrics.tool_call_count} tool call(s)\n")
         out.flush()
     return done
 
@@ -137,7 +145,7 @@ async def demo(args: argparse.Namespace, out: TextIO) -> int:
             )
             return 2
         adapter: sf.LlmAdapter = sf.OpenAICompatibleAdapter(args.base_url, api_key=key)
-        out.write(f"streamfsm demo: {args.model} at {args.base_url}, through the agent loop\n\n")
+        out.write(f"streamfsm demo: {printable(args.model)} at {printable(args.base_url)}, through the agent loop\n\n")
         loop = sf.AgentLoop(adapter, [bash], options=sf.GenerateOptions(model=args.model, system=system))
         done = await show(loop, "What is in the streamfsm folder?", out)
         return 0 if done is not None and done.reason == "stop" else 1
@@ -158,13 +166,19 @@ async def demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; ``--fast`` skips the pauses between chunks."""
-    parser = argparse.ArgumentParser(prog="streamfsm demo", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--fast", action="store_true", help="no pauses between chunks")
-    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (e.g. https://api.deepseek.com)")
-    parser.add_argument("--model", help="the model to ask at --base-url")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    return asyncio.run(demo(args, sys.stdout))
+    """Run the demo; ``--fast`` skips the pauses between chunks. Ctrl-C is exit 130 with one line."""
+    try:
+        parser = argparse.ArgumentParser(
+            prog="streamfsm demo", description=__doc__.splitlines()[0] if __doc__ else None
+        )
+        parser.add_argument("--fast", action="store_true", help="no pauses between chunks")
+        parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (e.g. https://api.deepseek.com)")
+        parser.add_argument("--model", help="the model to ask at --base-url")
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        return asyncio.run(demo(args, sys.stdout))
+    except KeyboardInterrupt:  # as the command does: no traceback
+        sys.stderr.write("streamfsm: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":

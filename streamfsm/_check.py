@@ -9,21 +9,35 @@ one stream at a time. The converters' own errors (``MALFORMED_RESPONSE``, ``STRE
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import io
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
 from ._config import Policy
-from ._errors import LlmError
+from ._errors import ErrorCode, LlmError
 from ._machine import TABLE, StreamAssembler
 from ._models import StreamResult, ToolCallBlock
-from ._recordings import FORMATS, RecordedStream, RecordingSource, UnknownFormat, open_recordings
+from ._recordings import (
+    FORMATS,
+    LineTooLong,
+    RecordedStream,
+    RecordingSource,
+    UnknownFormat,
+    bounded_lines,
+    open_recordings,
+)
 from ._shape import CHUNK_TYPES, InvalidLine
 
 __all__ = [
     "FORMATS",
     "STREAM_SUFFIXES",
+    "UNSAFE",
     "FileReport",
     "Note",
     "StreamReport",
@@ -38,10 +52,33 @@ __all__ = [
 STREAM_SUFFIXES: Final = (".jsonl", ".ndjson", ".sse")
 #: How much of a chunk a JSON report carries.
 CHUNK_TEXT_MAX: Final = 200
+#: JSON whitespace: a line of it only carries nothing.
+_BLANK: Final = b" \t\r\n"
 
-#: C0 controls, DEL and C1 controls, as Python writes them escaped (``\n``, ``\x1b``): text read from a
-#: recording must not move the cursor, retitle or clear the terminal it is shown on.
-_ESCAPES: Final = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0))}
+#: Characters that are never shown as they are: C0 controls, DEL and C1 controls (a recording or a model
+#: must not move the cursor, retitle or clear the terminal its text is shown on); the bidirectional
+#: controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which reorder what follows them on the
+#: line; and the line and paragraph separators. Each is written as Python writes it escaped (``\n``,
+#: ``\x1b``, ``\u202e``).
+UNSAFE: Final = (
+    *range(0x20),
+    *range(0x7F, 0xA0),
+    0x061C,
+    0x200E,
+    0x200F,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    0x2028,
+    0x2029,
+)
+_ESCAPES: Final = {
+    **{c: repr(chr(c))[1:-1] for c in UNSAFE},
+    # Lone surrogates: a file name that is not UTF-8 holds its bytes as U+DC80-U+DCFF ("surrogateescape"),
+    # shown as the bytes they stand for (\xff); any other lone surrogate as \udxxx. None can be encoded.
+    **{c: f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}" for c in range(0xD800, 0xE000)},
+}
+#: The same, keeping line ends and tabs: for text of several lines (a model's answer in the demo).
+_ESCAPES_LINES: Final = {c: e for c, e in _ESCAPES.items() if c not in (0x0A, 0x09)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +192,12 @@ class FileReport:
     results: list[StreamResult | None] | None = field(default=None, repr=False)
 
 
-def printable(text: str) -> str:
-    """``text`` on one line with its control characters escaped (``\\n``, ``\\x1b``), safe to show on a terminal."""
-    return text.translate(_ESCAPES)
+def printable(text: str, *, lines: bool = False) -> str:
+    """``text`` safe to show on a terminal: on one line, every character of :data:`UNSAFE` escaped (``\\n``,
+    ``\\x1b``, ``\\u202e``), and a lone surrogate (a file name that is not UTF-8) as the byte it stands for
+    (``\\xff``). With ``lines``, line ends and tabs are kept (text of several lines).
+    """
+    return text.translate(_ESCAPES_LINES if lines else _ESCAPES)
 
 
 def short(text: str, limit: int) -> str:
@@ -295,21 +335,85 @@ def check_source(
     """
     path = name if name is not None else (source if isinstance(source, str) else str(getattr(source, "name", "-")))
     try:
-        resolved, streams = open_recordings(source, fmt, name=path)
-        numbered = resolved == "harness-session"
-        checked = [check_recording(r, policy, numbered=numbered) for r in streams]
+        with contextlib.ExitStack() as stack:
+            watched = _FirstLine.of(source, stack)
+            read = cast("RecordingSource", watched) if watched is not None else source
+            resolved, streams = open_recordings(read, fmt, name=path)
+            numbered = resolved == "harness-session"
+            checked = [check_recording(r, policy, numbered=numbered) for r in streams]
+            if numbered and not checked and watched is not None and not watched.header:
+                # Lines that look like a session log's events, but neither its header nor a model turn: no
+                # stream is recognisable, and that is no pass (an empty JSON-lines file is STREAM_TRUNCATED too).
+                checked = [check_recording(watched.no_stream(path), policy, numbered=True)]
     except UnknownFormat as exc:
         return FileReport(path, None, [], f"cannot tell the format: {exc}")
     except ImportError as exc:
         return FileReport(path, None, [], f"reading SSE needs the http extra (pip install 'streamfsm[http]'): {exc}")
     except OSError as exc:
         return FileReport(path, None, [], f"cannot read: {exc.strerror or exc}")
+    except LineTooLong as exc:
+        return FileReport(path, None, [], f"cannot read: {exc}")
     return FileReport(
         path,
         resolved,
         [report for report, _ in checked],
         results=[result for _, result in checked] if results else None,
     )
+
+
+class _FirstLine:
+    """The lines of a binary source as the reader takes them, with the first line that has content kept.
+
+    A session log starts with its header (``{"type":"session",...}``): a file told to be one that records
+    no stream and has no header is not a session log with no model turn, but a file with no recognisable
+    stream at all.
+    """
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self._lines = lines
+        self.number: int | None = None
+        self.header = False
+        self.text: str | None = None
+
+    @classmethod
+    def of(cls, source: RecordingSource, stack: contextlib.ExitStack) -> _FirstLine | None:
+        """``source`` watched (a path is opened here, and closed by ``stack``); ``None`` for a text file object."""
+        if isinstance(source, (str, os.PathLike)):
+            return cls(bounded_lines(stack.enter_context(open(source, "rb"))))
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            return cls(bounded_lines(io.BytesIO(bytes(source))))
+        if isinstance(source, io.TextIOBase) or isinstance(getattr(source, "encoding", None), str):
+            return None  # the library's; the command gives paths and standard input's bytes
+        return cls(bounded_lines(source))
+
+    def __iter__(self) -> Iterator[bytes]:
+        for number, line in enumerate(self._lines, start=1):
+            content = (line.removeprefix(codecs.BOM_UTF8) if number == 1 else line).strip(_BLANK)
+            if content:
+                self.number, self.text = number, content[: CHUNK_TEXT_MAX * 4].decode("utf-8", "backslashreplace")
+                try:
+                    record = orjson.loads(content)
+                except orjson.JSONDecodeError:
+                    record = None
+                self.header = isinstance(record, dict) and record.get("type") == "session"
+                yield line
+                break
+            yield line
+        yield from self._lines  # the rest as it comes: nothing more to see
+
+    def no_stream(self, path: str) -> RecordedStream:
+        """The empty stream of a file with no recognisable stream, its failure saying why."""
+        header = 'a session log starts with its header, {"type":"session",...}'
+        message = (
+            f"no stream recorded, and no line with content ({header})"
+            if self.number is None
+            else f"no stream recorded, and no session header ({header}): not a session log (--format jsonl reads "
+            "its lines as chunks)"
+        )
+        error = LlmError(message, ErrorCode.STREAM_TRUNCATED, chunk_index=0)
+        return RecordedStream(
+            path, 0, [], [], format="harness-session", failure=error, failure_line=self.number, failure_text=self.text
+        )
 
 
 def check_file(

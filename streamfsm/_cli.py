@@ -11,25 +11,40 @@ a terminal (``--color``), never when ``NO_COLOR`` is set; the progress bar and t
 the ``cli`` extra (``rich``), and the command works without it.
 """
 
+# ruff: noqa: E402  (the start-up guard comes before the imports it guards)
+
 from __future__ import annotations
 
-import argparse
+import signal
+import sys
+
+
+def _interrupted_at_start(signum: int, frame: object) -> None:
+    """Ctrl-C while the command starts up: one line, exit 130, no traceback (then ``main`` answers it alike)."""
+    sys.stderr.write("streamfsm: interrupted\n")
+    raise SystemExit(130)
+
+
+if __name__ == "__main__":  # run as a program: guard the rest of start-up (imports, definitions) too
+    signal.signal(signal.SIGINT, _interrupted_at_start)
+
 import contextlib
+import json
 import os
 import shutil
-import sys
+import stat
 import time
 from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import orjson
 
 from ._check import (
     FORMATS,
     STREAM_SUFFIXES,
+    UNSAFE,
     FileReport,
     StreamReport,
     check_file,
@@ -39,6 +54,10 @@ from ._check import (
 )
 from ._config import Policy
 from ._machine import diagram
+
+if TYPE_CHECKING:  # imported when used: a Ctrl-C while they load is then inside main()
+    import argparse
+    from concurrent.futures import Future
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -50,6 +69,7 @@ __all__ = [
     "Summary",
     "format_report",
     "format_summary",
+    "json_text",
     "main",
 ]
 
@@ -110,6 +130,30 @@ def _width(stream: IO[str]) -> int:
     return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _isatty(stream) else DEFAULT_WIDTH
 
 
+#: The characters of ``UNSAFE`` that JSON writes as they are (DEL, C1 controls, bidi controls, line
+#: separators; C0 controls it escapes already), as ``\uXXXX`` escapes: the same JSON, safe on a terminal.
+#: A lone surrogate (a file name that is not UTF-8) cannot be written in UTF-8 JSON: it is written as the
+#: text ``printable`` shows for it (``\xff``, the byte it stands for).
+_JSON_ESCAPES: Final = {
+    **{c: f"\\u{c:04x}" for c in UNSAFE if c >= 0x7F},
+    **{c: json.dumps(printable(chr(c)))[1:-1] for c in range(0xD800, 0xE000)},
+}
+
+
+def json_text(value: Any, indent: bool = False) -> str:
+    """``value`` as JSON text (orjson's), with the characters that could drive a terminal written escaped.
+
+    Escaping keeps the JSON's meaning (``\\u202e`` is U+202E), except for lone surrogates (a file name
+    that is not UTF-8), which UTF-8 JSON cannot hold: they become the text ``\\xff``.
+    """
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except TypeError:  # a lone surrogate: the standard encoder writes it, and it is replaced below
+        separators = (",", ": " if indent else ":")
+        text = json.dumps(value, ensure_ascii=False, indent=2 if indent else None, separators=separators, default=str)
+    return text.translate(_JSON_ESCAPES)
+
+
 # -- formatting -------------------------------------------------------------------------------------
 
 
@@ -167,7 +211,7 @@ def _good_details(report: StreamReport) -> str:
     parts.append(text)
     if report.interrupted:
         parts.append(f"interrupted: {', '.join(report.interrupted)}")
-    return "; ".join(parts)
+    return printable("; ".join(parts))  # block types and finish kinds come as they were recorded (HARNESS)
 
 
 _USAGE_EXTRA: Final = (
@@ -293,6 +337,8 @@ def _rich_summary(summary: Summary, color: bool) -> bool:
 class _Input:
     path: str
     error: str | None = None
+    #: Why a file met in a walked folder is not read (a device, a FIFO, a socket), said on standard error.
+    skipped: str | None = None
 
 
 def _inputs(paths: Sequence[str]) -> list[_Input]:
@@ -302,21 +348,47 @@ def _inputs(paths: Sequence[str]) -> list[_Input]:
         if path != STDIN and os.path.isdir(path):
             walked = sorted(_walk(path), key=lambda i: i.path)
             none = _Input(path, f"no recordings ({', '.join('*' + s for s in STREAM_SUFFIXES)}) here")
-            found.extend(walked or [none])
+            found.extend(walked if any(i.skipped is None for i in walked) else [*walked, none])
         else:
             found.append(_Input(path))
     return found
 
 
+_SPECIAL: Final = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _special(path: str) -> str | None:
+    """What ``path`` (a link followed) is when it is not a regular file; ``None`` for a file, or if unknown."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # reading it says why (a broken link: no such file)
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+    return f"a link to {kind}" if os.path.islink(path) else kind
+
+
 def _walk(folder: str) -> Iterator[_Input]:
-    """The recordings below ``folder``, and the folders that could not be read (not skipped in silence)."""
+    """The recordings below ``folder``, the special files skipped, and the folders that could not be read.
+
+    Nothing is skipped in silence. A device, a FIFO or a socket (or a link to one) is not read: ``/dev/zero``
+    never ends, and a FIFO with no writer would wait for ever. Named on the command line, it is read.
+    """
     unreadable: list[OSError] = []
     # Links to folders are not followed (os.walk's default): a link back up would never end.
     for root, dirs, files in os.walk(folder, onerror=unreadable.append):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
             if not name.startswith(".") and name.endswith(STREAM_SUFFIXES):
-                yield _Input(os.path.join(root, name))
+                path = os.path.join(root, name)
+                kind = _special(path)
+                yield _Input(path, skipped=f"skipped: {kind}, not a regular file" if kind else None)
     for exc in unreadable:
         yield _Input(str(exc.filename), f"cannot read: {exc.strerror or exc}")
 
@@ -351,7 +423,11 @@ def _reports(inputs: list[_Input], fmt: str, policy: Policy, jobs: int) -> Gener
     files = [i.path for i in inputs if i.error is None and i.path != STDIN]
     workers = _workers(files, jobs)
     futures: dict[str, Future[FileReport]] = {}
-    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+    pool = None
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(max_workers=workers)
     try:
         if pool is not None:
             for path in dict.fromkeys(files):
@@ -417,6 +493,10 @@ def _complain(text: str) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     inputs = _inputs(args.paths)
+    for item in inputs:
+        if item.skipped is not None:
+            _complain(f"{item.path}: {item.skipped}")
+    inputs = [i for i in inputs if i.skipped is None]
     if sum(1 for i in inputs if i.path == STDIN) > 1:
         _complain("error: '-' (standard input) given more than once")
         return EXIT_USAGE
@@ -452,7 +532,7 @@ def _print_file(report: FileReport, args: argparse.Namespace, style: Style, widt
         return
     if args.json:
         for stream in report.streams:
-            _say(orjson.dumps(stream.to_json()).decode())
+            _say(json_text(stream.to_json()))
         return
     if not report.streams and not args.quiet:
         _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
@@ -481,14 +561,13 @@ def _assemble(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         pairs = [pairs[args.stream]]
     style = Style(wants_color(args.color, sys.stderr))
-    option = 0 if args.compact else orjson.OPT_INDENT_2
     status = EXIT_OK
     for stream, result in pairs:
         if result is None:
             sys.stderr.write(format_report(stream, style, _width(sys.stderr)) + "\n")
             status = EXIT_INVALID
         else:
-            _say(orjson.dumps(result.to_wire(), option=option).decode())
+            _say(json_text(result.to_wire(), indent=not args.compact))
     return status
 
 
@@ -536,6 +615,8 @@ def _color_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
+    import argparse
+
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -611,7 +692,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``streamfsm`` command with ``argv`` (default: the process's arguments); returns the exit status."""
+    """Run the ``streamfsm`` command with ``argv`` (default: the process's arguments); returns the exit status.
+
+    Ctrl-C at any moment from here on, argument parsing and the imports done on the way included, is exit
+    130 with one line on standard error.
+    """
+    try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_at_start:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on, KeyboardInterrupt, as usual
+        return _main(argv)
+    except KeyboardInterrupt:
+        _complain("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -626,9 +721,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.run(args)
         sys.stdout.flush()  # a reader gone (| head) shows here, not as a complaint when the interpreter exits
-    except KeyboardInterrupt:
-        _complain("interrupted")
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (| head): say nothing more, and let the interpreter not complain on exit.
         with contextlib.suppress(OSError, ValueError, AttributeError):

@@ -63,6 +63,16 @@ def end_tool(index: int, call_id: object, name: object, arguments: object) -> Ch
     return {"type": "block-end", "index": index, "block": block}
 
 
+def end_image(index: int, attachment: object) -> Chunk:
+    """A ``block-end`` chunk carrying a complete image block (SPEC §1: an image block has no deltas)."""
+    return {"type": "block-end", "index": index, "block": {"type": "image", "attachment": attachment}}
+
+
+def end_block(index: int, block: object) -> Chunk:
+    """A ``block-end`` chunk carrying ``block`` as given (a block of any type, well-formed or not)."""
+    return {"type": "block-end", "index": index, "block": block}
+
+
 def usage(input_tokens: object = 10, output_tokens: object = 5, **optional: object) -> Chunk:
     """A ``usage`` chunk; ``optional`` adds counts such as ``reasoningTokens`` as given."""
     return {"type": "usage", "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens, **optional}}
@@ -107,6 +117,9 @@ TEXT = [start(0, "text"), text_delta(0, "hi"), end_text(0, "hi")]  # block 0, co
 
 # -- running a stream ---------------------------------------------------------------------------
 
+#: A note of :attr:`StreamAssembler.notes` as data: (code, chunk_index, count).
+Note = tuple[ErrorCode, int | None, int]
+
 
 async def aiter_chunks(chunks: list[Chunk]) -> AsyncIterator[Chunk]:
     """The chunks as an async iterator, for ``aassemble`` and ``avalidate``."""
@@ -120,6 +133,21 @@ def accept(chunks: list[Chunk], policy: Policy | str = STRICT) -> sf.StreamResul
     for chunk in chunks:
         asm.feed(chunk)
     return asm.close()
+
+
+def notes_of(asm: sf.StreamAssembler) -> list[Note]:
+    """The assembler's notes as (code, chunk_index, count), in order of first sight."""
+    return [(ErrorCode(err.code), err.chunk_index, count) for err, count in asm.notes]
+
+
+def accept_noted(
+    chunks: list[Any], policy: Policy | str = HARNESS, *, raw_arguments: bool = False
+) -> tuple[sf.StreamResult, list[Note]]:
+    """Feed every chunk, then close: the stream must be accepted. The result, and the notes it left."""
+    asm = sf.StreamAssembler(policy=policy, raw_arguments=raw_arguments)
+    for chunk in chunks:
+        asm.feed(chunk)
+    return asm.close(), notes_of(asm)
 
 
 def reject(

@@ -50,6 +50,34 @@ def test_models_use_snake_case_and_camel_case_aliases() -> None:
     assert failure.to_wire() == {"message": "m", "code": "AUTH", "status": 401, "providerRetryAfterMs": 5}
 
 
+def test_the_models_of_what_harness_keeps() -> None:
+    """SPEC §1/§4/§5: ``ImageBlock``; a finish reason keeps fields of its own; ``raw_arguments`` and ``notes``."""
+    assert "ImageBlock" in sf.__all__ and sf.ImageBlock in sf.Block.__args__
+    image = sf.ImageBlock(attachment={"id": "att-1", "size": [64, 48]})
+    assert (image.type, image.to_wire()) == (
+        "image",
+        {"type": "image", "attachment": {"id": "att-1", "size": [64, 48]}},
+    )
+    assert sf.ImageBlock.model_validate(image.to_wire()) == image
+    paused = sf.FinishReason.model_validate({"kind": "paused", "resumeAt": 3})
+    assert (paused.kind, paused.failure, paused.model_extra) == ("paused", None, {"resumeAt": 3})
+    assert paused.to_wire() == {"kind": "paused", "resumeAt": 3}
+    asm = sf.StreamAssembler(sf.Policy.STRICT, None, raw_arguments=True)
+    assert asm.notes == [] and asm.policy is sf.Policy.STRICT
+    with pytest.raises(TypeError):
+        sf.StreamAssembler(sf.Policy.STRICT, None, True)  # type: ignore[call-arg]
+
+
+def test_parsed_arguments_of_a_block_built_by_hand() -> None:
+    """Built by hand, arguments that are not a JSON object raise ValueError saying why (nothing is guessed)."""
+    assert sf.ToolCallBlock(id=sf.CallId("c"), name="f", arguments='{"a": [1]}').parsed_arguments == {"a": [1]}
+    for arguments, why in (('{"a": "b', "not a JSON object"), ("[1]", "got list"), ("", "not a JSON object")):
+        block = sf.ToolCallBlock(id=sf.CallId("c"), name="f", arguments=arguments)
+        with pytest.raises(ValueError, match=why) as info:
+            _ = block.parsed_arguments
+        assert "'c'" in str(info.value)
+
+
 def test_llm_error_fields_and_failure() -> None:
     err = sf.LlmError("slow down", "RATE_LIMIT", status=429, retry_after_ms=1500, request_id="r1")
     assert err.code is sf.ErrorCode.RATE_LIMIT and err.retryable

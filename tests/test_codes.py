@@ -2,7 +2,9 @@
 
 Each case is a stream whose *last* chunk is the first one rejected (for ``STREAM_TRUNCATED``: the end
 of input), with the code and position the contract demands. Precedence cases build one chunk that
-breaks two or more rules at once; the earlier check in SPEC §3's order decides the code.
+breaks two or more rules at once; the earlier check in SPEC §3's order decides the code. What STRICT
+refuses and HARNESS accepts (SPEC §4) is noted under HARNESS with the code and position STRICT gives
+(:data:`NOTED`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ from .builders import (
     Chunk,
     E,
     U,
+    end_block,
+    end_image,
     end_reasoning,
     end_text,
     end_tool,
     finish,
+    notes_of,
     reasoning_delta,
     reject,
     start,
@@ -173,6 +178,43 @@ CODES = expand(
             [start(0, "text"), {"type": "text-delta", "index": 0}],
         ),
         ("unknown type after usage", BOTH, E.INVALID_CHUNK, 1, [U, {"type": "ping"}]),
+        ("strict: unknown block type", (STRICT,), E.INVALID_CHUNK, 0, [start(0, "video")]),
+        (
+            "strict: unknown block type on block-end",
+            (STRICT,),
+            E.INVALID_CHUNK,
+            1,
+            [start(0, "text"), end_block(0, {"type": "video"})],
+        ),
+        ("strict: unknown finish kind", (STRICT,), E.INVALID_CHUNK, 1, [U, finish("paused")]),
+        (
+            "image attachment not an object",
+            BOTH,
+            E.INVALID_CHUNK,
+            1,
+            [start(0, "image"), end_block(0, {"type": "image", "attachment": ["a"]})],
+        ),
+        (
+            "image attachment missing",
+            BOTH,
+            E.INVALID_CHUNK,
+            1,
+            [start(0, "image"), end_block(0, {"type": "image", "url": "x"})],
+        ),
+        (
+            "harness: an unknown block that is not JSON data",
+            (HARNESS,),
+            E.INVALID_CHUNK,
+            1,
+            [start(0, "video"), end_block(0, {"type": "video", "frames": [1, math.nan]})],
+        ),
+        (
+            "harness: an unknown finish that is not JSON data",
+            (HARNESS,),
+            E.INVALID_CHUNK,
+            0,
+            [{"type": "finish", "reason": {"kind": "paused", "until": math.inf}}],
+        ),
         # BLOCKS_INTERLEAVED (STRICT only)
         ("start while a block is open", (STRICT,), E.BLOCKS_INTERLEAVED, 1, [start(0, "text"), start(1, "reasoning")]),
         (
@@ -285,17 +327,55 @@ CODES = expand(
             2,
             [start(0, "tool-call"), tool_delta(0, "c", "{}"), end_text(0, "{}")],
         ),
+        ("text-delta for an image block", BOTH, E.BLOCK_TYPE_MISMATCH, 1, [start(0, "image"), text_delta(0, "x")]),
+        (
+            "tool-call-delta for an image block",
+            BOTH,
+            E.BLOCK_TYPE_MISMATCH,
+            1,
+            [start(0, "image"), tool_delta(0, "c", "")],
+        ),
+        ("image end for a text block", BOTH, E.BLOCK_TYPE_MISMATCH, 2, [*TEXT[:2], end_image(0, {})]),
+        ("text end for an image block", BOTH, E.BLOCK_TYPE_MISMATCH, 1, [start(0, "image"), end_text(0, "")]),
+        (
+            "harness: a delta for a block of an unknown type",
+            (HARNESS,),
+            E.BLOCK_TYPE_MISMATCH,
+            1,
+            [start(0, "video"), reasoning_delta(0, "x")],
+        ),
+        (
+            "harness: a block-end of another unknown type",
+            (HARNESS,),
+            E.BLOCK_TYPE_MISMATCH,
+            1,
+            [start(0, "video"), end_block(0, {"type": "audio"})],
+        ),
+        (
+            "harness: an unknown block-end for a text block",
+            (HARNESS,),
+            E.BLOCK_TYPE_MISMATCH,
+            2,
+            [*TEXT[:2], end_block(0, {"type": "video", "text": "hi"})],
+        ),
+        (
+            "harness: an image end for a block of an unknown type",
+            (HARNESS,),
+            E.BLOCK_TYPE_MISMATCH,
+            1,
+            [start(0, "video"), end_image(0, {})],
+        ),
         # TOOL_CALL_CONFLICT
         (
             "first delta reuses a finished block's id",
-            BOTH,
+            (STRICT,),
             E.TOOL_CALL_CONFLICT,
             4,
             [*tool_block(0, "c1"), start(1, "tool-call"), tool_delta(1, "c1", "{}")],
         ),
         (
             "first delta reuses a no-delta block's id",
-            BOTH,
+            (STRICT,),
             E.TOOL_CALL_CONFLICT,
             3,
             [start(0, "tool-call"), end_tool(0, "c1", "f", "{}"), start(1, "tool-call"), tool_delta(1, "c1", "{}")],
@@ -328,31 +408,44 @@ CODES = expand(
         ),
         (
             "no-delta block-end reuses an id",
-            BOTH,
+            (STRICT,),
             E.TOOL_CALL_CONFLICT,
             4,
             [*tool_block(0, "c1"), start(1, "tool-call"), end_tool(1, "c1", "f", "{}")],
         ),
         (
             "no-delta block-end reuses a no-delta block's id",
-            BOTH,
+            (STRICT,),
             E.TOOL_CALL_CONFLICT,
             3,
             [start(0, "tool-call"), end_tool(0, "c1", "f", "{}"), start(1, "tool-call"), end_tool(1, "c1", "g", "{}")],
         ),
         (
-            "harness: first delta reuses the id of a block still open",
+            "harness: two open blocks share an id, then a delta changes it",
             (HARNESS,),
             E.TOOL_CALL_CONFLICT,
-            3,
-            [start(0, "tool-call"), tool_delta(0, "c1", "{"), start(1, "tool-call"), tool_delta(1, "c1", "{")],
+            4,
+            [
+                start(0, "tool-call"),
+                tool_delta(0, "c1", "{"),
+                start(1, "tool-call"),
+                tool_delta(1, "c1", "{"),
+                tool_delta(1, "c2", "}"),
+            ],
         ),
         (
-            "harness: no-delta block-end takes an id an open block's delta holds",
+            "harness: an empty id, then another",
             (HARNESS,),
             E.TOOL_CALL_CONFLICT,
-            3,
-            [start(0, "tool-call"), start(1, "tool-call"), tool_delta(1, "c1", "{"), end_tool(0, "c1", "f", "{}")],
+            2,
+            [start(0, "tool-call"), tool_delta(0, "", "{"), tool_delta(0, "c1", "}")],
+        ),
+        (
+            "harness: an empty name, then another",
+            (HARNESS,),
+            E.TOOL_CALL_CONFLICT,
+            2,
+            [start(0, "tool-call"), tool_delta(0, "c1", "{", name=""), tool_delta(0, "c1", "}", name="f")],
         ),
         # BLOCK_CONTENT_MISMATCH
         (
@@ -404,38 +497,52 @@ CODES = expand(
             2,
             [start(0, "tool-call"), tool_delta(0, "c1", ""), end_tool(0, "c1", "f", "{}")],
         ),
+        (
+            "harness: empty-id deltas, a block-end with an id",
+            (HARNESS,),
+            E.BLOCK_CONTENT_MISMATCH,
+            2,
+            [start(0, "tool-call"), tool_delta(0, "", "{}"), end_tool(0, "c1", "f", "{}")],
+        ),
+        (
+            "harness: raw arguments that differ from the deltas",
+            (HARNESS,),
+            E.BLOCK_CONTENT_MISMATCH,
+            2,
+            [start(0, "tool-call"), tool_delta(0, "c1", "not json"), end_tool(0, "c1", "f", "not JSON")],
+        ),
         # TOOL_ARGUMENTS_INVALID
         (
             "deltas assemble an array",
-            BOTH,
+            (STRICT,),
             E.TOOL_ARGUMENTS_INVALID,
             3,
             [start(0, "tool-call"), tool_delta(0, "c", "["), tool_delta(0, "c", "]"), end_tool(0, "c", "f", "[]")],
         ),
         (
             "no-delta block with NaN",
-            BOTH,
+            (STRICT,),
             E.TOOL_ARGUMENTS_INVALID,
             1,
             [start(0, "tool-call"), end_tool(0, "c", "f", '{"x": NaN}')],
         ),
         (
             "cut-off JSON",
-            BOTH,
+            (STRICT,),
             E.TOOL_ARGUMENTS_INVALID,
             2,
             [start(0, "tool-call"), tool_delta(0, "c", '{"a":'), end_tool(0, "c", "f", '{"a":')],
         ),
         (
             "empty arguments",
-            BOTH,
+            (STRICT,),
             E.TOOL_ARGUMENTS_INVALID,
             2,
             [start(0, "tool-call"), tool_delta(0, "c", ""), end_tool(0, "c", "f", "")],
         ),
         (
             "second tool call",
-            BOTH,
+            (STRICT,),
             E.TOOL_ARGUMENTS_INVALID,
             4,
             [*tool_block(0, "c1"), start(1, "tool-call"), end_tool(1, "c2", "f", "null")],
@@ -461,6 +568,21 @@ CODES = expand(
             3,
             [start(0, "reasoning"), start(1, "tool-call"), U, STOP],
         ),
+        ("stop with an image block open", BOTH, E.BLOCK_NOT_CLOSED, 2, [start(0, "image"), U, STOP]),
+        (
+            "harness: an unknown finish kind with a block open",
+            (HARNESS,),
+            E.BLOCK_NOT_CLOSED,
+            2,
+            [*TEXT[:2], finish("paused")],
+        ),
+        (
+            "harness: an unknown finish kind with a block of an unknown type open",
+            (HARNESS,),
+            E.BLOCK_NOT_CLOSED,
+            2,
+            [start(0, "video"), U, finish("paused")],
+        ),
         # USAGE_MISSING (STRICT only)
         ("stop without usage", (STRICT,), E.USAGE_MISSING, 0, [STOP]),
         ("stop after a block, without usage", (STRICT,), E.USAGE_MISSING, 3, [*TEXT, STOP]),
@@ -474,14 +596,13 @@ CODES = expand(
             [start(0, "text"), text_delta(0, "a"), finish("max-tokens")],
         ),
         # FINISH_REASON_MISMATCH
-        ("tool-calls with no block", BOTH, E.FINISH_REASON_MISMATCH, 1, [U, finish("tool-calls")]),
-        ("tool-calls with a text block only", BOTH, E.FINISH_REASON_MISMATCH, 4, [*TEXT, U, finish("tool-calls")]),
+        ("tool-calls with no block", (STRICT,), E.FINISH_REASON_MISMATCH, 1, [U, finish("tool-calls")]),
         (
-            "harness: tool-calls with no usage and no tool call",
-            (HARNESS,),
+            "tool-calls with a text block only",
+            (STRICT,),
             E.FINISH_REASON_MISMATCH,
-            3,
-            [*TEXT, finish("tool-calls")],
+            4,
+            [*TEXT, U, finish("tool-calls")],
         ),
         # STREAM_TRUNCATED: chunk_index is the number of chunks received
         ("no chunks", BOTH, E.STREAM_TRUNCATED, 0, []),
@@ -489,6 +610,8 @@ CODES = expand(
         ("inside a block", BOTH, E.STREAM_TRUNCATED, 2, [start(0, "text"), text_delta(0, "a")]),
         ("after usage", BOTH, E.STREAM_TRUNCATED, 4, [*TEXT, U]),
         ("harness: two blocks open", (HARNESS,), E.STREAM_TRUNCATED, 2, [start(0, "text"), start(1, "text")]),
+        ("an image block open", BOTH, E.STREAM_TRUNCATED, 1, [start(0, "image")]),
+        ("harness: a block of an unknown type open", (HARNESS,), E.STREAM_TRUNCATED, 1, [start(0, "video")]),
     ]
 )
 
@@ -564,6 +687,8 @@ BASES: dict[str, tuple[list[Chunk], Chunk]] = {
     "block-end text": ([start(0, "text"), text_delta(0, "a")], end_text(0, "a")),
     "block-end reasoning": ([start(0, "reasoning")], end_reasoning(0, "r")),
     "block-end tool-call": ([start(0, "tool-call")], end_tool(0, "call-1", "f", "{}")),
+    "block-start image": ([*TEXT], start(1, "image")),
+    "block-end image": ([start(0, "image")], end_image(0, {"id": "att-1", "size": [64, 48], "alt": None})),
     "usage": ([], usage(1, 2, cacheReadTokens=3, cacheWriteTokens=4, reasoningTokens=5)),
     "finish stop": ([U], finish("stop", replayState={"cursor": [1, "a", None, True, 2.5]})),
     "finish error": (
@@ -609,10 +734,8 @@ INVALID_FIELDS: list[tuple[str, str, Any]] = [
     ("block-start", "index", "0"),
     ("block-start", "blockType", MISSING),
     ("block-start", "blockType", None),
-    ("block-start", "blockType", "image"),
-    ("block-start", "blockType", "Text"),
-    ("block-start", "blockType", "tool_call"),
     ("block-start", "blockType", ["text"]),
+    ("block-start image", "blockType", 7),
     *(
         (base, field, value)
         for base in ("text-delta", "reasoning-delta")
@@ -635,10 +758,8 @@ INVALID_FIELDS: list[tuple[str, str, Any]] = [
     ("tool-call-delta", "index", 0.0),
     ("tool-call-delta", "index", BIG),
     ("tool-call-delta", "id", MISSING),
-    ("tool-call-delta", "id", ""),
     ("tool-call-delta", "id", None),
     ("tool-call-delta", "id", 7),
-    ("tool-call-delta", "name", ""),
     ("tool-call-delta", "name", None),
     ("tool-call-delta", "name", 3),
     ("tool-call-delta", "argumentsDelta", MISSING),
@@ -655,21 +776,27 @@ INVALID_FIELDS: list[tuple[str, str, Any]] = [
     ("block-end text", "block", [{"type": "text", "text": "a"}]),
     ("block-end text", "block.type", MISSING),
     ("block-end text", "block.type", None),
-    ("block-end text", "block.type", "image"),
     ("block-end text", "block.text", MISSING),
     ("block-end text", "block.text", None),
     ("block-end text", "block.text", 1),
     ("block-end reasoning", "block.text", MISSING),
     ("block-end reasoning", "block.text", None),
     ("block-end tool-call", "block.id", MISSING),
-    ("block-end tool-call", "block.id", ""),
     ("block-end tool-call", "block.id", None),
     ("block-end tool-call", "block.name", MISSING),
-    ("block-end tool-call", "block.name", ""),
     ("block-end tool-call", "block.name", None),
     ("block-end tool-call", "block.arguments", MISSING),
     ("block-end tool-call", "block.arguments", None),
     ("block-end tool-call", "block.arguments", {}),
+    ("block-end image", "block.attachment", MISSING),
+    ("block-end image", "block.attachment", None),
+    ("block-end image", "block.attachment", "att-1"),
+    ("block-end image", "block.attachment", [{"id": "att-1"}]),
+    ("block-end image", "block.attachment", {"size": [64, math.nan]}),
+    ("block-end image", "block.attachment", {"id": b"att-1"}),
+    ("block-end image", "block.attachment", {1: "non-string key"}),
+    ("block-end image", "block.attachment", {"at": object()}),
+    ("block-end image", "block.attachment", {"set": {1, 2}}),
     ("usage", "usage", MISSING),
     ("usage", "usage", None),
     ("usage", "usage", [1, 2]),
@@ -688,10 +815,7 @@ INVALID_FIELDS: list[tuple[str, str, Any]] = [
     ("finish stop", "reason", "stop"),
     ("finish stop", "reason.kind", MISSING),
     ("finish stop", "reason.kind", None),
-    ("finish stop", "reason.kind", "length"),
-    ("finish stop", "reason.kind", "STOP"),
-    ("finish stop", "reason.kind", "tool_calls"),
-    ("finish stop", "reason.kind", "end_turn"),
+    ("finish stop", "reason.kind", 1),
     ("finish stop", "replayState", math.nan),
     ("finish stop", "replayState", math.inf),
     ("finish stop", "replayState", {"deep": [1, {"x": -math.inf}]}),
@@ -730,6 +854,26 @@ INVALID_FIELDS: list[tuple[str, str, Any]] = [
 ]
 
 
+#: SPEC §4: fields that are INVALID_CHUNK under STRICT only. (base, path, value, HARNESS's code for that chunk,
+#: or None when HARNESS accepts it: it then notes STRICT's INVALID_CHUNK at the chunk's position.)
+STRICT_ONLY_FIELDS: list[tuple[str, str, Any, ErrorCode | None]] = [
+    ("block-start", "blockType", "Text", None),
+    ("block-start", "blockType", "tool_call", None),
+    ("block-start", "blockType", "", None),
+    ("block-start image", "blockType", "video", None),
+    ("tool-call-delta", "id", "", E.TOOL_CALL_CONFLICT),  # the block's id is call-1
+    ("tool-call-delta", "name", "", E.TOOL_CALL_CONFLICT),  # an earlier delta named it f
+    ("block-end text", "block.type", "video", E.BLOCK_TYPE_MISMATCH),
+    ("block-end tool-call", "block.id", "", None),
+    ("block-end tool-call", "block.name", "", None),
+    ("finish stop", "reason.kind", "length", None),
+    ("finish stop", "reason.kind", "STOP", None),
+    ("finish stop", "reason.kind", "tool_calls", None),
+    ("finish stop", "reason.kind", "end_turn", None),
+    ("finish stop", "reason.kind", "", None),
+]
+
+
 def _param_id(value: Any) -> str:
     if value is MISSING:
         return "missing"
@@ -759,6 +903,26 @@ def test_invalid_field(base: str, path: str, value: Any, policy: Policy) -> None
     assert (err.code, err.chunk_index) == (E.INVALID_CHUNK, len(prefix)), str(err)
     leaf = path.rsplit(".", 1)[-1]
     assert leaf in err.message, f"the message does not name {leaf!r}: {err.message}"
+
+
+@pytest.mark.parametrize(
+    ("base", "path", "value", "harness"),
+    [pytest.param(b, p, v, h, id=f"{b}: {p} = {_param_id(v)}") for b, p, v, h in STRICT_ONLY_FIELDS],
+)
+def test_invalid_field_under_strict_only(base: str, path: str, value: Any, harness: ErrorCode | None) -> None:
+    prefix, chunk = BASES[base]
+    chunks = [*prefix, mutate(chunk, path, value)]
+    err = reject(chunks, STRICT)
+    assert (err.code, err.chunk_index) == (E.INVALID_CHUNK, len(prefix)), str(err)
+    assert path.rsplit(".", 1)[-1] in err.message, err.message
+    if harness is not None:
+        err = reject(chunks, HARNESS)
+        assert (err.code, err.chunk_index) == (harness, len(prefix)), str(err)
+        return
+    asm = sf.StreamAssembler(policy=HARNESS)
+    for c in chunks:
+        asm.feed(c)
+    assert (E.INVALID_CHUNK, len(prefix), 1) in notes_of(asm)
 
 
 NOT_MAPPINGS = [None, [], [("type", "finish")], "block-start", b"{}", 42, 1.5, True, ("type", "usage"), {"type"}]
@@ -835,12 +999,53 @@ PRECEDENCE = expand(
             [*OPEN_TEXT, U, finish("max-tokens"), text_delta(0, "x")],
         ),
         # 2. INVALID_CHUNK before every rule of a chunk type
-        ("bad block type while a block is open", (STRICT,), E.INVALID_CHUNK, 2, [*OPEN_TEXT, start(1, "image")]),
+        ("bad block type while a block is open", (STRICT,), E.INVALID_CHUNK, 2, [*OPEN_TEXT, start(1, "video")]),
         ("bad index after usage", BOTH, E.INVALID_CHUNK, 4, [*TEXT, U, start(-1, "text")]),
-        ("bad block type out of order", BOTH, E.INVALID_CHUNK, 0, [start(5, "video")]),
+        ("bad block type out of order", (STRICT,), E.INVALID_CHUNK, 0, [start(5, "video")]),
+        ("bad block type out of order: harness", (HARNESS,), E.INDEX_OUT_OF_ORDER, 0, [start(5, "video")]),
         ("missing text for a non-open block", BOTH, E.INVALID_CHUNK, 0, [{"type": "text-delta", "index": 7}]),
-        ("empty id on a delta for a text block", BOTH, E.INVALID_CHUNK, 2, [*OPEN_TEXT, tool_delta(0, "", "{}")]),
-        ("empty name with another id", BOTH, E.INVALID_CHUNK, 2, [*OPEN_TOOL, tool_delta(0, "c2", "}", name="")]),
+        (
+            "empty id on a delta for a text block",
+            (STRICT,),
+            E.INVALID_CHUNK,
+            2,
+            [*OPEN_TEXT, tool_delta(0, "", "{}")],
+        ),
+        (
+            "empty id on a delta for a text block: harness",
+            (HARNESS,),
+            E.BLOCK_TYPE_MISMATCH,
+            2,
+            [*OPEN_TEXT, tool_delta(0, "", "{}")],
+        ),
+        (
+            "empty name with another id",
+            (STRICT,),
+            E.INVALID_CHUNK,
+            2,
+            [*OPEN_TOOL, tool_delta(0, "c2", "}", name="")],
+        ),
+        (
+            "empty name with another id: harness",
+            (HARNESS,),
+            E.TOOL_CALL_CONFLICT,
+            2,
+            [*OPEN_TOOL, tool_delta(0, "c2", "}", name="")],
+        ),
+        (
+            "bad attachment for a text block",
+            BOTH,
+            E.INVALID_CHUNK,
+            2,
+            [*OPEN_TEXT, end_block(0, {"type": "image", "attachment": "x"})],
+        ),
+        (
+            "bad attachment after usage",
+            BOTH,
+            E.INVALID_CHUNK,
+            2,
+            [start(0, "image"), U, end_block(0, {"type": "image", "attachment": 1})],
+        ),
         (
             "block-end missing text, content differs",
             BOTH,
@@ -850,7 +1055,14 @@ PRECEDENCE = expand(
         ),
         ("arguments not a string", BOTH, E.INVALID_CHUNK, 1, [start(0, "tool-call"), end_tool(0, "c", "f", {"a": 1})]),
         ("second usage with negative tokens", BOTH, E.INVALID_CHUNK, 1, [U, usage(-1, 0)]),
-        ("unknown finish kind with a block open", BOTH, E.INVALID_CHUNK, 2, [*OPEN_TEXT, finish("length")]),
+        ("unknown finish kind with a block open", (STRICT,), E.INVALID_CHUNK, 2, [*OPEN_TEXT, finish("length")]),
+        (
+            "unknown finish kind with a block open: harness",
+            (HARNESS,),
+            E.BLOCK_NOT_CLOSED,
+            2,
+            [*OPEN_TEXT, finish("length")],
+        ),
         ("stop, no usage, NaN replayState", (STRICT,), E.INVALID_CHUNK, 0, [finish("stop", replayState=math.nan)]),
         (
             "tool-calls with no tool call, bad replayState",
@@ -880,9 +1092,32 @@ PRECEDENCE = expand(
             [*OPEN_TEXT, U, start(7, "text")],
         ),
         ("after usage and out of order", BOTH, E.CHUNK_AFTER_USAGE, 4, [*TEXT, U, start(0, "text")]),
+        ("harness: an unknown block type after usage", (HARNESS,), E.CHUNK_AFTER_USAGE, 1, [U, start(0, "video")]),
+        (
+            "harness: an unknown block type, interleaved and out of order",
+            (HARNESS,),
+            E.INDEX_OUT_OF_ORDER,
+            2,
+            [*OPEN_TEXT, start(2, "video")],
+        ),
+        (
+            "harness: an unknown block-end after usage",
+            (HARNESS,),
+            E.CHUNK_AFTER_USAGE,
+            2,
+            [start(0, "video"), U, end_block(0, {"type": "audio"})],
+        ),
+        (
+            "harness: a delta for a closed block of an unknown type",
+            (HARNESS,),
+            E.BLOCK_NOT_OPEN,
+            2,
+            [start(0, "video"), end_block(0, {"type": "video"}), text_delta(0, "x")],
+        ),
         # 3. delta and block-end: CHUNK_AFTER_USAGE -> BLOCK_NOT_OPEN -> BLOCK_TYPE_MISMATCH
         ("delta after usage for a non-open index", BOTH, E.CHUNK_AFTER_USAGE, 3, [*OPEN_TEXT, U, text_delta(1, "x")]),
         ("delta after usage with no block at all", BOTH, E.CHUNK_AFTER_USAGE, 1, [U, text_delta(0, "x")]),
+        ("image block-end after usage", BOTH, E.CHUNK_AFTER_USAGE, 2, [start(0, "image"), U, end_image(0, {})]),
         ("block-end after usage for a closed block", BOTH, E.CHUNK_AFTER_USAGE, 4, [*TEXT, U, end_text(0, "hi")]),
         ("delta after usage of the wrong type", BOTH, E.CHUNK_AFTER_USAGE, 3, [*OPEN_TEXT, U, reasoning_delta(0, "x")]),
         (
@@ -971,7 +1206,7 @@ PRECEDENCE = expand(
         ),
         (
             "no-delta block reusing an id with invalid arguments",
-            BOTH,
+            (STRICT,),
             E.TOOL_CALL_CONFLICT,
             4,
             [*tool_block(0, "c1"), start(1, "tool-call"), end_tool(1, "c1", "f", "NaN")],
@@ -1004,13 +1239,6 @@ PRECEDENCE = expand(
         ),
         ("tool-calls with no usage and no tool call", (STRICT,), E.USAGE_MISSING, 3, [*TEXT, finish("tool-calls")]),
         (
-            "tool-calls with no usage and no tool call: harness",
-            (HARNESS,),
-            E.FINISH_REASON_MISMATCH,
-            3,
-            [*TEXT, finish("tool-calls")],
-        ),
-        (
             "max-tokens cuts a block off, but no usage",
             (STRICT,),
             E.USAGE_MISSING,
@@ -1025,6 +1253,85 @@ PRECEDENCE = expand(
 def test_precedence(policy: Policy, code: ErrorCode, index: int, chunks: list[Any]) -> None:
     err = reject(chunks, policy)
     assert (err.code, err.chunk_index) == (code, index), str(err)
+
+
+# -- SPEC §4: what STRICT refuses and HARNESS accepts is noted, with STRICT's code and position ------
+
+#: (id, the code STRICT refuses the last chunk with, its position, the stream).
+NOTED = [
+    ("a block starts while another is open", E.BLOCKS_INTERLEAVED, 1, [start(0, "text"), start(1, "reasoning")]),
+    ("an image block starts while another is open", E.BLOCKS_INTERLEAVED, 2, [*OPEN_TEXT, start(1, "image")]),
+    ("an unknown block type", E.INVALID_CHUNK, 0, [start(0, "video")]),
+    ("an unknown block type while a block is open", E.INVALID_CHUNK, 2, [*OPEN_TEXT, start(1, "video")]),
+    ("an unknown finish kind", E.INVALID_CHUNK, 1, [U, finish("paused")]),
+    ("an unknown finish kind, no usage", E.INVALID_CHUNK, 3, [*TEXT, finish("length")]),
+    ("an empty id on a first delta", E.INVALID_CHUNK, 1, [start(0, "tool-call"), tool_delta(0, "", "{")]),
+    ("an empty name on a first delta", E.INVALID_CHUNK, 1, [start(0, "tool-call"), tool_delta(0, "c", "{", name="")]),
+    ("an empty name on a later delta", E.INVALID_CHUNK, 2, [*OPEN_TOOL[:1], tool_delta(0, "c1", "{"),
+                                                               tool_delta(0, "c1", "}", name="")]),
+    ("an empty id on a no-delta block-end", E.INVALID_CHUNK, 1, [start(0, "tool-call"), end_tool(0, "", "f", "{}")]),
+    ("an empty name on a no-delta block-end", E.INVALID_CHUNK, 1, [start(0, "tool-call"), end_tool(0, "c", "", "{}")]),
+    ("first delta reuses a finished block's id", E.TOOL_CALL_CONFLICT, 4,
+     [*tool_block(0, "c1"), start(1, "tool-call"), tool_delta(1, "c1", "{}")]),
+    ("first delta reuses a no-delta block's id", E.TOOL_CALL_CONFLICT, 3,
+     [start(0, "tool-call"), end_tool(0, "c1", "f", "{}"), start(1, "tool-call"), tool_delta(1, "c1", "{}")]),
+    ("no-delta block-end reuses an id", E.TOOL_CALL_CONFLICT, 4,
+     [*tool_block(0, "c1"), start(1, "tool-call"), end_tool(1, "c1", "f", "{}")]),
+    ("no-delta block-end reuses a no-delta block's id", E.TOOL_CALL_CONFLICT, 3,
+     [start(0, "tool-call"), end_tool(0, "c1", "f", "{}"), start(1, "tool-call"), end_tool(1, "c1", "g", "{}")]),
+    ("no-delta block reusing an id with invalid arguments", E.TOOL_CALL_CONFLICT, 4,
+     [*tool_block(0, "c1"), start(1, "tool-call"), end_tool(1, "c1", "f", "NaN")]),
+    ("deltas assemble an array", E.TOOL_ARGUMENTS_INVALID, 3,
+     [start(0, "tool-call"), tool_delta(0, "c", "["), tool_delta(0, "c", "]"), end_tool(0, "c", "f", "[]")]),
+    ("no-delta block with NaN", E.TOOL_ARGUMENTS_INVALID, 1,
+     [start(0, "tool-call"), end_tool(0, "c", "f", '{"x": NaN}')]),
+    ("cut-off JSON", E.TOOL_ARGUMENTS_INVALID, 2,
+     [start(0, "tool-call"), tool_delta(0, "c", '{"a":'), end_tool(0, "c", "f", '{"a":')]),
+    ("empty arguments", E.TOOL_ARGUMENTS_INVALID, 2,
+     [start(0, "tool-call"), tool_delta(0, "c", ""), end_tool(0, "c", "f", "")]),
+    ("stop without usage", E.USAGE_MISSING, 0, [STOP]),
+    ("max-tokens with an open block, without usage", E.USAGE_MISSING, 2, [*OPEN_TEXT, finish("max-tokens")]),
+    ("tool-calls with no usage and no tool call", E.USAGE_MISSING, 3, [*TEXT, finish("tool-calls")]),
+    ("tool-calls with no block", E.FINISH_REASON_MISMATCH, 1, [U, finish("tool-calls")]),
+    ("tool-calls with a text block only", E.FINISH_REASON_MISMATCH, 4, [*TEXT, U, finish("tool-calls")]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("code", "index", "chunks"), [pytest.param(*c[1:], id=c[0]) for c in NOTED])
+def test_harness_accepts_and_notes_what_strict_refuses(code: ErrorCode, index: int, chunks: list[Chunk]) -> None:
+    err = reject(chunks, STRICT, check_index=True)
+    assert (err.code, err.chunk_index) == (code, index), str(err)
+    asm = sf.StreamAssembler(policy=HARNESS)
+    for chunk in chunks:
+        asm.feed(chunk)
+    notes = notes_of(asm)
+    assert (code, index, 1) in notes, notes
+    # Nothing before the chunk STRICT refuses is noted (STRICT accepted it all); its other codes, if any, at it.
+    assert {position for _, position, _ in notes} == {index}, notes
+    # A note is the error STRICT would have raised: a message that names no state (nothing failed).
+    for error, _ in asm.notes:
+        assert isinstance(error, LlmError) and error.message and "(state " not in error.message
+
+
+@pytest.mark.parametrize(("code", "index", "chunks"), [pytest.param(*c[1:], id=c[0]) for c in NOTED if c[2] > 0])
+def test_a_chunk_refused_for_a_limit_leaves_no_note(code: ErrorCode, index: int, chunks: list[Chunk]) -> None:
+    asm = sf.StreamAssembler(policy=HARNESS, limits=sf.Limits(max_chunks=index))
+    for chunk in chunks[:-1]:
+        asm.feed(chunk)
+    with pytest.raises(LlmError) as info:
+        asm.feed(chunks[-1])
+    assert (info.value.code, info.value.chunk_index) == (E.LIMIT_EXCEEDED, index)
+    assert asm.notes == []
+
+
+def test_strict_notes_nothing() -> None:
+    for _, _, index, chunks in NOTED:
+        asm = sf.StreamAssembler(policy=STRICT)
+        for chunk in chunks[:index]:
+            asm.feed(chunk)
+        with pytest.raises(LlmError):
+            asm.feed(chunks[index])
+        assert asm.notes == []
 
 
 # -- LIMIT_EXCEEDED, and that it comes last ---------------------------------------------------------
@@ -1069,6 +1376,13 @@ LIMITS = [
         7,
         id="max_block_bytes is per block",
     ),
+    pytest.param(
+        sf.Limits(max_block_bytes=20),
+        [start(0, "image"), end_image(0, {"id": "x" * 20})],
+        1,
+        id="max_block_bytes=20: an image block",
+    ),
+    pytest.param(sf.Limits(max_blocks=1), [*TEXT, start(1, "image")], 3, id="max_blocks=1: an image block"),
 ]
 
 
@@ -1175,7 +1489,7 @@ LIMIT_LAST = [
         id="max_block_bytes passed by a delta after usage",
     ),
     pytest.param(
-        BOTH,
+        (STRICT,),
         sf.Limits(max_block_bytes=3),
         [start(0, "tool-call"), end_tool(0, "c", "f", '["long", "array"]')],
         E.TOOL_ARGUMENTS_INVALID,
@@ -1183,12 +1497,36 @@ LIMIT_LAST = [
         id="max_block_bytes passed by invalid no-delta arguments",
     ),
     pytest.param(
-        BOTH,
+        (HARNESS,),
+        sf.Limits(max_block_bytes=3),
+        [start(0, "tool-call"), end_tool(0, "c", "f", '["long", "array"]')],
+        E.LIMIT_EXCEEDED,
+        1,
+        id="harness: max_block_bytes passed by raw no-delta arguments",
+    ),
+    pytest.param(
+        (STRICT,),
         sf.Limits(max_block_bytes=3),
         [*tool_block(0, "c1", "f", "{}"), start(1, "tool-call"), end_tool(1, "c1", "f", '{"long": 1}')],
         E.TOOL_CALL_CONFLICT,
         4,
         id="max_block_bytes passed by a no-delta block reusing an id",
+    ),
+    pytest.param(
+        (HARNESS,),
+        sf.Limits(max_block_bytes=3),
+        [*tool_block(0, "c1", "f", "{}"), start(1, "tool-call"), end_tool(1, "c1", "f", '{"long": 1}')],
+        E.LIMIT_EXCEEDED,
+        4,
+        id="harness: max_block_bytes passed by a no-delta block reusing an id",
+    ),
+    pytest.param(
+        BOTH,
+        sf.Limits(max_block_bytes=3),
+        [start(0, "text"), end_image(0, {"id": "a long attachment id"})],
+        E.BLOCK_TYPE_MISMATCH,
+        1,
+        id="max_block_bytes passed by an image block-end for a text block",
     ),
     pytest.param(
         BOTH,

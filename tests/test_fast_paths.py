@@ -11,7 +11,11 @@ machine's module docstring:
   ``replayState``, and the delta that takes a block past a quarter of ``max_block_bytes`` in units
   (that one switches the block to exact UTF-8 bytes on the precise path; the quick path counts the
   bytes of its later deltas);
-* **precise**: everything else, and every chunk that breaks a rule.
+* **precise**: everything else, and every chunk that breaks a rule; and what only ``Policy.HARNESS`` accepts
+  (SPEC §4) and is noted (:attr:`StreamAssembler.notes`): a block that takes no deltas (an image block, in both
+  policies, or one of an unknown type), an empty tool-call id or name that is not the block's own already, a
+  first delta with an id another block has, a no-delta tool call with such an id, arguments that are not a
+  JSON object, a finish of an unknown kind or a ``tool-calls`` finish with no tool call.
 
 The path of each chunk is read from a recording subclass of the source module's assembler (the
 compiled module cannot be subclassed; the source is the same code).
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import sys
 from collections import UserDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,6 +41,8 @@ import streamfsm as sf
 from streamfsm import _machine
 
 from .builders import (
+    end_block,
+    end_image,
     end_reasoning,
     end_text,
     end_tool,
@@ -97,6 +104,20 @@ class _Block:
     deltas: int = 0
     has_id: bool = False
     exact: bool = False
+    name: str | None = None
+
+
+def _object_or_none(arguments: str) -> dict[str, Any] | None:
+    """The JSON object tool arguments hold, or None (RFC 8259: no NaN or Infinity)."""
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        value = json.loads(arguments, parse_constant=no_constant)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 @dataclass
@@ -105,6 +126,9 @@ class Model:
 
     limits: sf.Limits = field(default_factory=sf.Limits)
     open: dict[int, _Block] = field(default_factory=dict)
+    #: Tool-call ids, each with the first block that had it; and how many tool calls have ended.
+    owners: dict[str, int] = field(default_factory=dict)
+    tool_calls: int = 0
 
     def path(self, chunk: Mapping[str, Any]) -> str:
         t = chunk["type"]
@@ -112,11 +136,16 @@ class Model:
         if type(chunk) is not dict:  # a Mapping that is not a dict: read on the precise path only
             self.precise_only(chunk)
             return "precise"
+        if t == "tool-call-delta" and self.noted_delta(chunk):  # SPEC §4, noted: the precise path
+            self.precise_only(chunk)
+            return "precise"
         if t in ("text-delta", "reasoning-delta", "tool-call-delta"):
             block = self.open[chunk["index"]]
             value = chunk["argumentsDelta" if t == "tool-call-delta" else "text"]
             size = block.size + len(value) + 1
             hot = len(self.open) == 1 and (block.kind != "tool-call" or block.has_id)
+            if t == "tool-call-delta" and not block.has_id:
+                self.owners.setdefault(chunk["id"], chunk["index"])
             block.has_id = True
             block.deltas += 1
             if not block.exact and hot and size <= block.cap:
@@ -131,15 +160,42 @@ class Model:
             return "precise"  # the switch: the block's bytes so far are counted once
         if t == "block-start":
             self.open[chunk["index"]] = _Block(chunk["blockType"], cap=min(fast_cap, FLUSH))
+            if chunk["blockType"] not in ("text", "reasoning", "tool-call"):  # a block that takes no deltas
+                return "precise"
         elif t == "block-end":
             block = self.open.pop(chunk["index"])
             wire = chunk["block"]
+            if block.kind not in ("text", "reasoning", "tool-call"):  # kept as it came: the precise path
+                return "precise"
             content = wire["arguments"] if block.kind == "tool-call" else wire["text"]
+            if block.kind == "tool-call":
+                self.tool_calls += 1
+                reused = self.owners.setdefault(wire["id"], chunk["index"]) != chunk["index"]
+                parsed = _object_or_none(content)
+                if not wire["id"] or not wire["name"] or parsed is None or (reused and not block.deltas):
+                    return "precise"  # noted (SPEC §4)
             if not block.deltas and len(content) > fast_cap:  # a big block with no deltas: bytes counted exactly
                 return "precise"
-        elif t == "finish" and (chunk["reason"]["kind"] in ("error", "aborted") or "replayState" in chunk):
-            return "precise"
+        elif t == "finish":
+            kind = chunk["reason"]["kind"]
+            if kind in ("error", "aborted") or "replayState" in chunk:
+                return "precise"
+            if kind not in ("stop", "tool-calls", "max-tokens") or (kind == "tool-calls" and not self.tool_calls):
+                return "precise"  # noted (SPEC §4)
         return "quick"
+
+    def noted_delta(self, chunk: Mapping[str, Any]) -> bool:
+        """A tool-call delta HARNESS notes and the quick path declines: a first delta with an empty id or name
+        or an id another block has, or a later delta that first names the tool with an empty name.
+
+        (A later delta that repeats its block's empty id, or the id another block has, is left out of the
+        streams here: whether a fast path may take such a delta is the notes' business, in test_paths.py.)
+        """
+        block = self.open[chunk["index"]]
+        cid, name = chunk["id"], chunk.get("name")
+        if not block.has_id:
+            return not cid or name == "" or self.owners.get(cid, chunk["index"]) != chunk["index"]
+        return name == "" and block.name != ""
 
     def precise_only(self, chunk: Mapping[str, Any]) -> None:
         """What a chunk the precise path took does to the blocks (the precise path keeps sizes as the others)."""
@@ -147,12 +203,20 @@ class Model:
         if t == "block-start":
             self.open[chunk["index"]] = _Block(chunk["blockType"], cap=min(self.limits.max_block_bytes // 4, FLUSH))
         elif t == "block-end":
-            del self.open[chunk["index"]]
+            block = self.open.pop(chunk["index"])
+            if block.kind == "tool-call":
+                self.tool_calls += 1
+                self.owners.setdefault(chunk["block"]["id"], chunk["index"])
         elif t in ("text-delta", "reasoning-delta", "tool-call-delta"):
             block = self.open[chunk["index"]]
             value = chunk["argumentsDelta" if t == "tool-call-delta" else "text"]
             block.size += len(value) + 1
             block.cap = min(self.limits.max_block_bytes // 4, block.size + FLUSH)
+            if t == "tool-call-delta" and not block.has_id:
+                self.owners.setdefault(chunk["id"], chunk["index"])
+                block.name = chunk.get("name")
+            elif t == "tool-call-delta" and "name" in chunk:
+                block.name = chunk["name"]
             block.has_id, block.deltas = True, block.deltas + 1
 
     def paths(self, chunks: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -267,6 +331,29 @@ STREAMS: dict[str, tuple[Sequence[Mapping[str, Any]], sf.Policy, sf.Limits]] = {
         [*text(0, ["a", "b", "c"]), *text(1, ["é", "z"], "reasoning"), usage(), finish("stop")],
         sf.Policy.STRICT, sf.Limits(max_block_bytes=3),
     ),
+    "an image block between text blocks": (
+        [*text(0, ["a", "b"]), start(1, "image"), end_image(1, {"id": "att"}), *text(2, ["c", "d"]), usage(),
+         finish("stop")],
+        sf.Policy.STRICT, sf.Limits(),
+    ),
+    "HARNESS: a block of an unknown type, a finish of an unknown kind": (
+        [*text(0, ["a", "b"]), start(1, "video"), end_block(1, {"type": "video", "t": [1]}), *text(2, ["c", "d"]),
+         finish("paused")],
+        sf.Policy.HARNESS, sf.Limits(),
+    ),
+    "HARNESS: empty ids and names": (
+        [start(0, "tool-call"), tool_delta(0, "", '{"a": 1}', name=""), end_tool(0, "", "", '{"a": 1}'),
+         start(1, "tool-call"), tool_delta(1, "c", "{"), tool_delta(1, "c", "", name=""), tool_delta(1, "c", "}"),
+         end_tool(1, "c", "", "{}"), start(2, "tool-call"), end_tool(2, "", "f", "{}"), usage(), finish("tool-calls")],
+        sf.Policy.HARNESS, sf.Limits(),
+    ),
+    "HARNESS: an id two blocks share, raw arguments, tool-calls without a call": (
+        [*tool_call(0, "c", "f", ["{", "}"]), *tool_call(1, "c", "g", ["not json"]),
+         *tool_call(2, "d", "g", ["[", "]"]), start(3, "tool-call"), end_tool(3, "c", "h", "{}"), usage(),
+         finish("stop")],
+        sf.Policy.HARNESS, sf.Limits(),
+    ),
+    "HARNESS: tool-calls without a call": ([*text(0, ["a"]), finish("tool-calls")], sf.Policy.HARNESS, sf.Limits()),
 }  # fmt: skip
 
 

@@ -1,10 +1,16 @@
-"""Hostile values: nothing but LlmError escapes, and what is accepted cannot be changed afterwards."""
+"""Hostile values: nothing but LlmError escapes, and what is accepted cannot be changed afterwards.
+
+Under ``Policy.HARNESS`` hostile tool arguments are kept raw (SPEC §4), and what is kept as it came (an
+image's attachment, a block of an unknown type, a finish of an unknown kind) is checked to be JSON data:
+nested at most 512 levels, each shared object checked once, cycles refused.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
 import math
+import subprocess
 import sys
 import types
 from collections import UserDict
@@ -14,7 +20,20 @@ import pytest
 
 import streamfsm as sf
 
-from .builders import STRICT, accept, end_text, end_tool, finish, start, text_delta, tool_delta, usage
+from .builders import (
+    HARNESS,
+    STRICT,
+    accept,
+    end_block,
+    end_image,
+    end_text,
+    end_tool,
+    finish,
+    start,
+    text_delta,
+    tool_delta,
+    usage,
+)
 from .conftest import SEED_CHUNKS
 
 
@@ -147,13 +166,36 @@ def test_mappings_that_are_not_dicts_are_read_like_dicts() -> None:
 )
 def test_hostile_arguments_are_refused_not_crashed(arguments: str) -> None:
     chunks = [start(0, "tool-call"), end_tool(0, "c1", "f", arguments), usage(), finish("tool-calls")]
-    outcome = fed(chunks)
-    if isinstance(outcome, sf.StreamResult):
-        # Only an overflowing float literal is JSON (RFC 8259 §6 lets a parser read it as infinity).
-        assert arguments == '{"a": 1e999999}'
-        assert math.isinf(outcome.tool_calls[0].parsed_arguments["a"])
-    else:
-        assert outcome == ("TOOL_ARGUMENTS_INVALID", 1)
+    # An overflowing float literal is JSON text, but no double holds it: refused, never read as infinity
+    # (RFC 8259 §6 lets an implementation set the range of its numbers).
+    assert fed(chunks) == ("TOOL_ARGUMENTS_INVALID", 1)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"a": ' + "[" * 5_000 + "]" * 5_000 + "}",
+        '{"a": NaN}',
+        '{"a": -Infinity}',
+        '{"a": "\ud800"}',
+        "{" * 50_000,
+    ],
+    ids=["deep list", "deep object", "NaN", "-Infinity", "raw surrogate", "open"],
+)
+def test_hostile_arguments_are_kept_raw_under_harness(arguments: str) -> None:
+    chunks = [start(0, "tool-call"), end_tool(0, "c1", "f", arguments), usage(), finish("tool-calls")]
+    for fast in (True, False):
+        asm = sf.StreamAssembler(HARNESS)
+        asm._fast = fast
+        asm.feed_many(chunks)
+        (call,) = asm.close().tool_calls
+        assert call.arguments == arguments
+        with pytest.raises(ValueError, match="not a JSON object"):
+            _ = call.parsed_arguments
+        ((note, count),) = asm.notes
+        assert (note.code, note.chunk_index, count) == ("TOOL_ARGUMENTS_INVALID", 1, 1)
+        assert len(note.message) < 400  # the arguments are quoted cut short
 
 
 @pytest.mark.parametrize("long", [False, True], ids=["orjson (short)", "standard parser (over 16 kB)"])
@@ -250,6 +292,152 @@ def test_tool_delta_with_hostile_id_and_name() -> None:
                 assert outcome[1] == 2 and outcome[0] in {"INVALID_CHUNK", "TOOL_CALL_CONFLICT"}
 
 
+def nested(depth: int) -> Any:
+    """JSON data of arrays and objects nested ``depth`` levels (the outermost included)."""
+    value: Any = 1
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def shared(levels: int) -> list[Any]:
+    """``v = [v, v]``, ``levels`` deep: 2^levels paths to its leaf, ``levels`` distinct objects."""
+    value: list[Any] = [1]
+    for _ in range(levels):
+        value = [value, value]
+    return value
+
+
+def cycle() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["again"] = [loop]
+    return loop
+
+
+#: Where a value kept as it came sits in a stream: (a stream with the value in one such place, the position
+#: of the chunk that holds it).
+KEPT_AT: dict[str, tuple[Any, int]] = {
+    "an image's attachment": (lambda v: [start(0, "image"), end_image(0, {"a": v}), usage(), finish("stop")], 1),
+    "a block of an unknown type": (
+        lambda v: [start(0, "video"), end_block(0, {"type": "video", "a": v}), finish("stop")],
+        1,
+    ),
+    "a finish of an unknown kind": (lambda v: [{"type": "finish", "reason": {"kind": "paused", "a": v}}], 0),
+    "a replay state": (lambda v: [usage(), finish("stop", replayState={"a": v})], 1),
+}
+
+
+@pytest.mark.parametrize("where", KEPT_AT.keys())
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (nested(511), True),
+        (nested(512), False),
+        (nested(5_000), False),
+        (cycle(), False),
+        ({"x": [1, {"y": math.nan}]}, False),
+        ({"x": [1, {2: "y"}]}, False),
+        ([b"bytes"], False),
+        ([object()], False),
+        ((1, (2, 3)), True),
+    ],
+    ids=["511 levels", "512 levels", "5,000 levels", "a cycle", "NaN", "an int key", "bytes", "an object", "tuples"],
+)  # fmt: skip
+def test_what_is_kept_as_it_came_is_json_data_nested_512_levels_at_most(where: str, value: Any, ok: bool) -> None:
+    """Wrapped in the chunk's own object (the attachment, the block, the reason, the replay state's ``{"a": ...}``),
+    511 levels of ``value`` are 512: accepted; one more is ``INVALID_CHUNK``."""
+    make, position = KEPT_AT[where]
+    chunks = make(value)
+    outcomes: list[tuple[str, int | None]] = []
+    for fast in (True, False):
+        asm = sf.StreamAssembler(HARNESS)
+        asm._fast = fast
+        try:
+            asm.feed_many(chunks)
+            asm.close()
+            outcomes.append(("ok", asm.chunk_count))
+        except sf.LlmError as exc:
+            outcomes.append((str(exc.code), exc.chunk_index))
+    assert outcomes[0] == outcomes[1]
+    if ok:
+        assert outcomes[0] == ("ok", len(chunks))
+    else:
+        assert outcomes[0] == ("INVALID_CHUNK", position)
+
+
+#: Run in a child process held to 2 GiB of address space: a machine that expanded the shared objects would
+#: need 2^40 of them (it would be killed, or fail to allocate), not take the whole test run down with it.
+SHARED_CHILD = """
+import json, resource, sys
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+except (ValueError, OSError):
+    pass
+import streamfsm as sf
+value = [1]
+for _ in range(40):
+    value = [value, value]
+where = sys.argv[1]
+if where == "an image's attachment":
+    chunks = [{"type": "block-start", "index": 0, "blockType": "image"},
+              {"type": "block-end", "index": 0, "block": {"type": "image", "attachment": {"a": value}}}]
+elif where == "a block of an unknown type":
+    chunks = [{"type": "block-start", "index": 0, "blockType": "video"},
+              {"type": "block-end", "index": 0, "block": {"type": "video", "a": value}}]
+elif where == "a finish of an unknown kind":
+    chunks = [{"type": "finish", "reason": {"kind": "paused", "a": value}}]
+else:
+    chunks = [{"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
+              {"type": "finish", "reason": {"kind": "stop"}, "replayState": {"a": value}}]
+for fast in (True, False):
+    asm = sf.StreamAssembler("harness")
+    asm._fast = fast
+    try:
+        asm.feed_many(chunks)
+        print("accepted", asm.chunk_count)
+    except sf.LlmError as exc:
+        print(exc.code, exc.chunk_index)
+"""
+
+
+@pytest.mark.parametrize("where", KEPT_AT.keys())
+def test_what_is_kept_as_it_came_may_share_objects(where: str) -> None:
+    """``v = [v, v]`` 40 levels deep: 41 objects, 2^40 paths. The JSON-data check visits each object once, and
+    nothing else may expand it: the value is accepted, or refused with a code (LIMIT_EXCEEDED: written out, it
+    is terabytes), on both paths; the process neither crashes nor runs out of memory (bounded, generously, at
+    60 s and 2 GiB)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SHARED_CHILD, where], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, f"the child process ended with {done.returncode}: {done.stderr[-500:]}"
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2 and lines[0] == lines[1], lines
+    assert lines[0].startswith(("accepted", "LIMIT_EXCEEDED")), lines
+
+
+def test_hostile_values_in_what_is_kept_raise_only_llm_error() -> None:
+    for where, (make, _) in KEPT_AT.items():
+        for bad in (Hostile(), Exploding(a=1), HOSTILE_CHUNKS["hostile type"], float("inf")):
+            try:
+                sf.assemble(make(bad), policy=HARNESS)
+            except sf.LlmError as exc:
+                assert exc.code == "INVALID_CHUNK", (where, exc)
+
+
+def test_what_is_kept_as_it_came_cannot_be_changed_afterwards() -> None:
+    attachment: dict[str, Any] = {"id": "att-1", "size": [64, 48]}
+    block: dict[str, Any] = {"type": "video", "frames": [{"t": 0}]}
+    reason: dict[str, Any] = {"kind": "paused", "why": {"a": [1]}}
+    chunks = [start(0, "image"), end_image(0, attachment), start(1, "video"), end_block(1, block),
+              {"type": "finish", "reason": reason}]  # fmt: skip
+    result = sf.assemble(chunks, policy=HARNESS)
+    expected = copy.deepcopy(result.to_wire())
+    attachment["size"].append(1)
+    block["frames"][0]["t"] = 9
+    reason["why"]["a"].append(2)
+    assert result.to_wire() == expected
+
+
 def test_accept_helper_still_works() -> None:
     assert accept(SEED_CHUNKS).text == "runoob 教程"
 
@@ -263,6 +451,38 @@ def outcome_of(chunks: list[Any], policy: sf.Policy, *, fast: bool) -> Any:
         return asm.close().to_wire()
     except sf.LlmError as exc:
         return (str(exc.code), exc.chunk_index, exc.message)
+
+
+def outcome_noted(chunks: list[Any], policy: sf.Policy, *, fast: bool) -> Any:
+    """The outcome, with the notes the stream left (what HARNESS accepted that STRICT would not)."""
+    asm = sf.StreamAssembler(policy)
+    asm._fast = fast
+    try:
+        for chunk in chunks:
+            asm.feed(chunk)
+        got: Any = asm.close().to_wire()
+    except sf.LlmError as exc:
+        got = (str(exc.code), exc.chunk_index, exc.message)
+    return got, [(str(e.code), e.chunk_index, n, e.message) for e, n in asm.notes]
+
+
+#: A stream that is valid under HARNESS only, to put hostile chunks in (a block of an unknown type, an
+#: empty tool-call id, raw arguments, a finish of an unknown kind).
+HARNESS_ONLY = [
+    start(0, "video"),
+    end_block(0, {"type": "video", "t": [1]}),
+    start(1, "tool-call"),
+    tool_delta(1, "", "not json", name="f"),  # one delta: how often a repeated empty id is noted is test_paths'
+    end_tool(1, "", "f", "not json"),
+    {"type": "finish", "reason": {"kind": "paused"}},
+]
+
+
+@pytest.mark.parametrize("chunk", HOSTILE_CHUNKS.values(), ids=HOSTILE_CHUNKS.keys())
+def test_hostile_chunks_in_a_harness_stream_get_the_same_answer_from_every_path(chunk: Any) -> None:
+    for position in range(len(HARNESS_ONLY) + 1):
+        chunks = [*HARNESS_ONLY[:position], chunk, *HARNESS_ONLY[position:]]
+        assert outcome_noted(chunks, HARNESS, fast=True) == outcome_noted(chunks, HARNESS, fast=False)
 
 
 @pytest.mark.parametrize("chunk", HOSTILE_CHUNKS.values(), ids=HOSTILE_CHUNKS.keys())

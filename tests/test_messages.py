@@ -3,7 +3,8 @@
 ``test_codes.py`` checks that a message holds the words that matter; this module pins every kind of
 message the machine writes (one case a message and variant: no block or several open, values cut at
 40 characters, a mapping that cannot be read, ...), as the first error and as the error every later
-call repeats, through ``feed`` and ``feed_many``.
+call repeats, through ``feed`` and ``feed_many``; and every kind of note (what HARNESS accepted that
+STRICT would have refused, SPEC §4).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .builders import (
     TEXT,
     E,
     U,
+    end_block,
+    end_image,
     end_reasoning,
     end_text,
     end_tool,
@@ -179,11 +182,81 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         "tool-call-delta for block 1 opens call id 'c1', which already belongs to block 0: an id "
         'belongs to one block per stream (state IN_BLOCK)',
     ),
-    "a tool delta reusing the id of an open block": (
-        H, None, [*OPEN_TOOL, start(1, "tool-call"), tool_delta(1, "c1", "{")],
-        E.TOOL_CALL_CONFLICT, 3,
-        "tool-call-delta for block 1 opens call id 'c1', which already belongs to block 0: an id belongs to one "
-        "block per stream (state IN_BLOCK)",
+    "a tool delta changing the id two open blocks share": (
+        H, None, [*OPEN_TOOL, start(1, "tool-call"), tool_delta(1, "c1", "{"), tool_delta(1, "c2", "}")],
+        E.TOOL_CALL_CONFLICT, 4,
+        "tool-call-delta for block 1 carries id 'c2', but the block's id is 'c1': every delta of a block "
+        "carries the same id (state IN_BLOCK)",
+    ),
+    "a tool delta with an id after an empty one": (
+        H, None, [start(0, "tool-call"), tool_delta(0, "", "{"), tool_delta(0, "c", "}")],
+        E.TOOL_CALL_CONFLICT, 2,
+        "tool-call-delta for block 0 carries id 'c', but the block's id is '': every delta of a block carries "
+        "the same id (state IN_BLOCK)",
+    ),
+    "a delta for a block that takes none": (
+        H, None, [start(0, "video"), text_delta(0, "x")],
+        E.BLOCK_TYPE_MISMATCH, 1,
+        'text-delta for block 0 (video); a video block takes no deltas (state IN_BLOCK)',
+    ),
+    "a block-end of an unknown type": (
+        H, None, [start(0, "text"), end_block(0, {"type": "video"})],
+        E.BLOCK_TYPE_MISMATCH, 1,
+        'block-end carries a video block for block 0 (text) (state IN_BLOCK)',
+    ),
+    "an unknown block type": (
+        S, None, [start(0, "video")],
+        E.INVALID_CHUNK, 0,
+        "invalid block-start: field 'blockType' unknown block type 'video'; expected text, reasoning, "
+        'tool-call or image (state READY)',
+    ),
+    "an unknown block type on block-end": (
+        S, None, [start(0, "text"), end_block(0, {"type": "video"})],
+        E.INVALID_CHUNK, 1,
+        "invalid block-end: field 'block.type' unknown block type 'video'; expected text, reasoning, "
+        'tool-call or image (state IN_BLOCK)',
+    ),
+    "a block of an unknown type that is not JSON data": (
+        H, None, [start(0, "video"), end_block(0, {"type": "video", "t": float("nan")})],
+        E.INVALID_CHUNK, 1,
+        "invalid block-end: field 'block' must be JSON data (state IN_BLOCK)",
+    ),
+    "an attachment that is not an object": (
+        S, None, [start(0, "image"), end_block(0, {"type": "image", "attachment": [1]})],
+        E.INVALID_CHUNK, 1,
+        "invalid block-end: field 'block.attachment' must be an object, got list [1] (state IN_BLOCK)",
+    ),
+    "an attachment that is not JSON data": (
+        S, None, [start(0, "image"), end_image(0, {"a": float("nan")})],
+        E.INVALID_CHUNK, 1,
+        "invalid block-end: field 'block.attachment' must be JSON data (state IN_BLOCK)",
+    ),
+    "an unknown finish kind": (
+        S, None, [U, finish("paused")],
+        E.INVALID_CHUNK, 1,
+        "invalid finish: field 'reason.kind' unknown finish kind 'paused'; expected one of stop, tool-calls, "
+        'max-tokens, error, aborted (state USAGE)',
+    ),
+    "a finish of an unknown kind that is not JSON data": (
+        H, None, [{"type": "finish", "reason": {"kind": "paused", "x": float("inf")}}],
+        E.INVALID_CHUNK, 0,
+        "invalid finish: field 'reason' must be JSON data (state READY)",
+    ),
+    "a finish of an unknown kind with a block open": (
+        H, None, [start(0, "text"), finish("paused")],
+        E.BLOCK_NOT_CLOSED, 1,
+        'finish paused while block 0 (text) is open (state IN_BLOCK); a paused finish needs every block ended '
+        'first (only max-tokens, error and aborted may cut a block off)',
+    ),
+    "an empty id": (
+        S, None, [start(0, "tool-call"), tool_delta(0, "", "{")],
+        E.INVALID_CHUNK, 1,
+        "invalid tool-call-delta: field 'id' must be a non-empty string (state IN_BLOCK)",
+    ),
+    "an empty name on block-end": (
+        S, None, [start(0, "tool-call"), end_tool(0, "c", "", "{}")],
+        E.INVALID_CHUNK, 1,
+        "invalid block-end: field 'block.name' must be a non-empty string (state IN_BLOCK)",
     ),
     "a block-end reusing an id": (
         S, None, [*tool_block(0, "c1"), start(1, "tool-call"), end_tool(1, "c1", "f", "{}")],
@@ -195,43 +268,46 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         S, None, [*OPEN_TOOL, end_tool(0, "c2", "f", "{")],
         E.BLOCK_CONTENT_MISMATCH, 2,
         "block-end for block 0 (tool-call) carries id 'c2', but its deltas assembled 'c1' (state "
-        'IN_BLOCK)',
+        "IN_BLOCK); they first differ at character 1: 'c2' against 'c1'",
     ),
     "a block-end with another name": (
         S, None, [*OPEN_TOOL, end_tool(0, "c1", "g", "{")],
         E.BLOCK_CONTENT_MISMATCH, 2,
         "block-end for block 0 (tool-call) carries name 'g', but its deltas assembled 'f' (state "
-        'IN_BLOCK)',
+        "IN_BLOCK); they first differ at character 0: 'g' against 'f'",
     ),
     "a block-end with other arguments": (
         S, None, [*OPEN_TOOL, end_tool(0, "c1", "f", "{}")],
         E.BLOCK_CONTENT_MISMATCH, 2,
         "block-end for block 0 (tool-call) carries arguments '{}', but its deltas assembled '{' (state "
-        'IN_BLOCK)',
+        "IN_BLOCK); they first differ at character 1: '{}' against '{'",
     ),
     "a block-end with other text": (
         S, None, [start(0, "text"), text_delta(0, "assembled"), end_text(0, "carried")],
         E.BLOCK_CONTENT_MISMATCH, 2,
         "block-end for block 0 (text) carries text 'carried', but its deltas assembled 'assembled' "
-        '(state IN_BLOCK)',
+        "(state IN_BLOCK); they first differ at character 0: 'carried' against 'assembled'",
     ),
     "a block-end with long other text": (
         S, None, [start(0, "text"), text_delta(0, LONG), end_text(0, LONG + "y")],
         E.BLOCK_CONTENT_MISMATCH, 2,
         "block-end for block 0 (text) carries text 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...', but its "
-        "deltas assembled 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (state IN_BLOCK)",
+        "deltas assembled 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (state IN_BLOCK); they first differ at "
+        "character 50: 'xxxxxxxxxxy' against 'xxxxxxxxxx'",
     ),
     "a block-end with text of 40 characters": (
         S, None, [start(0, "text"), text_delta(0, "a" * 40), end_text(0, "b" * 40)],
         E.BLOCK_CONTENT_MISMATCH, 2,
         "block-end for block 0 (text) carries text 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', but its "
-        "deltas assembled 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' (state IN_BLOCK)",
+        "deltas assembled 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' (state IN_BLOCK); they first differ at "
+        "character 0: 'bbbbbbbbbbbbbbbbbbbb' against 'aaaaaaaaaaaaaaaaaaaa'",
     ),
     "a block-end with text of 41 characters": (
         S, None, [start(0, "text"), text_delta(0, "a" * 41), end_text(0, "b" * 41)],
         E.BLOCK_CONTENT_MISMATCH, 2,
         "block-end for block 0 (text) carries text 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb...', but its "
-        "deltas assembled 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' (state IN_BLOCK)",
+        "deltas assembled 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' (state IN_BLOCK); they first differ at "
+        "character 0: 'bbbbbbbbbbbbbbbbbbbb' against 'aaaaaaaaaaaaaaaaaaaa'",
     ),
     "arguments not an object": (
         S, None, [start(0, "tool-call"), end_tool(0, "call-z", "f", "[1]")],
@@ -286,6 +362,16 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         S, L(max_block_bytes=3), [start(0, "tool-call"), end_tool(0, "c", "f", "{\"a\":1}")],
         E.LIMIT_EXCEEDED, 1,
         'limit exceeded: block 0 (tool-call) holds more than 3 bytes (state IN_BLOCK)',
+    ),
+    "an image block past its bytes": (
+        S, L(max_block_bytes=20), [start(0, "image"), end_image(0, {"id": "x" * 30})],
+        E.LIMIT_EXCEEDED, 1,
+        'limit exceeded: block 0 (image) holds more than 20 bytes (state IN_BLOCK)',
+    ),
+    "a block of an unknown type past its bytes": (
+        H, L(max_block_bytes=20), [start(0, "video"), end_block(0, {"type": "video", "id": "x" * 30})],
+        E.LIMIT_EXCEEDED, 1,
+        'limit exceeded: block 0 (video) holds more than 20 bytes (state IN_BLOCK)',
     ),
 }  # fmt: skip
 
@@ -348,6 +434,11 @@ TRUNCATED = {
         "block 1 (tool-call) still open)",
     ),
     "no block open": (H, [U], "the input ended after 1 chunk(s) without a finish (state USAGE)"),
+    "an image block and one of an unknown type open": (
+        H, [start(0, "video"), start(1, "image")],
+        "the input ended after 2 chunk(s) without a finish (state IN_BLOCK; block 0 (video), block 1 (image) "
+        "still open)",
+    ),
     "nothing": (S, [], "the input ended after 0 chunk(s) without a finish (state READY)"),
 }  # fmt: skip
 
@@ -362,6 +453,78 @@ def test_the_message_of_a_truncated_stream(policy: sf.Policy, chunks: list[Any],
         assert (info.value.code, info.value.chunk_index, info.value.message) == (
             E.STREAM_TRUNCATED, len(chunks), expected,
         )  # fmt: skip
+
+
+#: (policy, raw_arguments, an accepted stream, its notes as (code, position, message); how often each came is
+#: test_harness.py's business)
+NOTES: dict[str, tuple[sf.Policy, bool, list[Any], list[tuple[sf.ErrorCode, int, str]]]] = {
+    "interleaved blocks, one of an unknown type, a finish of an unknown kind": (
+        H, False,
+        [start(0, "text"), start(1, "video"), end_block(1, {"type": "video"}), start(2, "image"), end_image(2, {}),
+         end_text(0, ""), finish("paused")],
+        [(E.INVALID_CHUNK, 1, "block-start for block 1 has a block type the protocol does not know: 'video'"),
+         (E.BLOCKS_INTERLEAVED, 1, "blocks interleave: block 1 (video) starts while block 0 (text) is open")],
+    ),
+    "a finish of an unknown kind": (
+        H, False, [U, finish("paused")],
+        [(E.INVALID_CHUNK, 1, "finish has a kind the protocol does not know: 'paused'")],
+    ),
+    "a block type that is no identifier, cut at 40 characters": (
+        H, False, [start(0, "text"), start(1, "v" * 50 + "\n"), end_block(1, {"type": "v" * 50 + "\n"}),
+                   end_text(0, ""), U, STOP],
+        [(E.INVALID_CHUNK, 1, "block-start for block 1 has a block type the protocol does not know: '"
+          + "v" * 37 + "...'"),
+         (E.BLOCKS_INTERLEAVED, 1, "blocks interleave: block 1 ('" + "v" * 37 + "...') starts while block 0 (text) "
+          "is open")],
+    ),
+    "an empty id": (
+        H, False, [start(0, "tool-call"), tool_delta(0, "", "{}")],
+        [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty id")],
+    ),
+    "an empty name on a block-end": (
+        H, False, [start(0, "tool-call"), end_tool(0, "c", "", "{}")],
+        [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty name")],
+    ),
+    "an id another block has, arguments that are not an object, no usage": (
+        H, False, [*tool_block(0, "c"), start(1, "tool-call"), end_tool(1, "c", "g", "[1]"), finish("tool-calls")],
+        [(E.TOOL_ARGUMENTS_INVALID, 4, "tool call 'c' (g) in block 1: arguments '[1]' are not a JSON object: "
+          "arguments must be a JSON object, got list"),
+         (E.TOOL_CALL_CONFLICT, 4, "tool call in block 1 has id 'c', which block 0 already has"),
+         (E.USAGE_MISSING, 5, "finish tool-calls without usage")],
+    ),
+    "tool-calls without a tool call": (
+        H, False, [U, finish("tool-calls")],
+        [(E.FINISH_REASON_MISMATCH, 1, "finish tool-calls, but the stream completed no tool call")],
+    ),
+    "raw arguments under STRICT": (
+        S, True, [start(0, "tool-call"), end_tool(0, "c", "f", LIST), U, finish("tool-calls")],
+        [(E.TOOL_ARGUMENTS_INVALID, 1, "tool call 'c' (f) in block 0: arguments '[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+          "1, 1, ...' are not a JSON object: arguments must be a JSON object, got list")],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("many", "fast"), [(False, True), (True, True), (False, False)], ids=["feed", "feed_many", "precise path"]
+)
+@pytest.mark.parametrize(("policy", "raw", "chunks", "notes"), NOTES.values(), ids=NOTES.keys())
+def test_the_notes(
+    policy: sf.Policy,
+    raw: bool,
+    chunks: list[Any],
+    notes: list[tuple[sf.ErrorCode, int, str]],
+    many: bool,
+    fast: bool,
+) -> None:
+    asm = sf.StreamAssembler(policy, raw_arguments=raw)
+    asm._fast = fast
+    if many:
+        asm.feed_many(chunks)
+    else:
+        for chunk in chunks:
+            asm.feed(chunk)
+    assert [(e.code, e.chunk_index, e.message) for e, _ in asm.notes] == notes
+    assert all(isinstance(e, sf.LlmError) for e, _ in asm.notes)
 
 
 #: A line that is not JSON: the message quotes it (cut at 80 characters) after the parser's reason.

@@ -4,7 +4,7 @@ The precise path (``StreamAssembler._precise``) checks every rule in order of pr
 (deltas for the one open block, in ``feed`` and inlined in ``feed_many``) and the quick path (one method
 per chunk type) accept a valid chunk faster and decline at the first doubt. This module replays many
 streams — valid, broken and hostile — both ways (``_fast`` off: precise path only) and requires identical
-results, codes, positions and messages.
+results, codes, positions and messages, and identical notes (what HARNESS accepted that STRICT would not).
 """
 
 from __future__ import annotations
@@ -23,6 +23,14 @@ from .conftest import SEED_CHUNKS, SESSIONS
 Outcome = tuple[Any, ...]
 
 
+def _wire(block: Any) -> dict[str, Any]:
+    return block if isinstance(block, dict) else block.to_wire()  # a block kept as it came is a dict
+
+
+def _notes(asm: sf.StreamAssembler) -> list[tuple[str, int | None, int, str]]:
+    return [(str(err.code), err.chunk_index, count, err.message) for err, count in asm.notes]
+
+
 def outcome(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None = None, *, fast: bool = True) -> Outcome:
     asm = sf.StreamAssembler(policy, limits)
     asm._fast = fast
@@ -31,8 +39,8 @@ def outcome(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None = Non
             asm.feed(chunk)
         result = asm.close()
     except sf.LlmError as exc:
-        return ("error", str(exc.code), exc.chunk_index, exc.message)
-    return ("ok", result.to_wire(), [b.to_wire() for b in result.interrupted], result.replay_state)
+        return ("error", str(exc.code), exc.chunk_index, exc.message, _notes(asm))
+    return ("ok", result.to_wire(), [_wire(b) for b in result.interrupted], result.replay_state, _notes(asm))
 
 
 def outcome_many(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None = None) -> Outcome:
@@ -41,8 +49,8 @@ def outcome_many(chunks: list[Any], policy: sf.Policy, limits: sf.Limits | None 
         asm.feed_many(chunks)
         result = asm.close()
     except sf.LlmError as exc:
-        return ("error", str(exc.code), exc.chunk_index, exc.message)
-    return ("ok", result.to_wire(), [b.to_wire() for b in result.interrupted], result.replay_state)
+        return ("error", str(exc.code), exc.chunk_index, exc.message, _notes(asm))
+    return ("ok", result.to_wire(), [_wire(b) for b in result.interrupted], result.replay_state, _notes(asm))
 
 
 def mutations(chunks: list[dict[str, Any]]) -> Iterator[list[Any]]:
@@ -82,6 +90,74 @@ def harness_variant(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c[0], c[1], c[4], c[2], c[5], c[3], c[6], c[7], c[8]]
 
 
+#: Streams with what SPEC §4 lets HARNESS accept, each valid under HARNESS (image blocks under both).
+HARNESS_STREAMS: dict[str, list[dict[str, Any]]] = {
+    "an image block between two text blocks": [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "see"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "see"}},
+        {"type": "block-start", "index": 1, "blockType": "image"},
+        {"type": "block-end", "index": 1, "block": {"type": "image", "attachment": {"id": "a", "w": 64}}},
+        {"type": "block-start", "index": 2, "blockType": "text"},
+        {"type": "text-delta", "index": 2, "text": "it"},
+        {"type": "block-end", "index": 2, "block": {"type": "text", "text": "it"}},
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ],
+    "a block of an unknown type beside a text block, a finish of an unknown kind": [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "block-start", "index": 1, "blockType": "video"},
+        {"type": "text-delta", "index": 0, "text": "a"},
+        {"type": "block-end", "index": 1, "block": {"type": "video", "frames": [1, 2]}},
+        {"type": "text-delta", "index": 0, "text": "b"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "ab"}},
+        {"type": "finish", "reason": {"kind": "paused", "until": 3}},
+    ],
+    "empty ids and names, several deltas": [
+        {"type": "block-start", "index": 0, "blockType": "tool-call"},
+        {"type": "tool-call-delta", "index": 0, "id": "", "name": "", "argumentsDelta": '{"a"'},
+        {"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": ": 1"},
+        {"type": "tool-call-delta", "index": 0, "id": "", "name": "", "argumentsDelta": "}"},
+        {"type": "block-end", "index": 0,
+         "block": {"type": "tool-call", "id": "", "name": "", "arguments": '{"a": 1}'}},
+        {"type": "block-start", "index": 1, "blockType": "tool-call"},
+        {"type": "tool-call-delta", "index": 1, "id": "", "argumentsDelta": "{}"},
+        {"type": "tool-call-delta", "index": 1, "id": "", "argumentsDelta": ""},
+        {"type": "block-end", "index": 1, "block": {"type": "tool-call", "id": "", "name": "g", "arguments": "{}"}},
+        {"type": "finish", "reason": {"kind": "tool-calls"}},
+    ],
+    "an id two blocks share, raw arguments, tool-calls without a call": [
+        {"type": "block-start", "index": 0, "blockType": "tool-call"},
+        {"type": "tool-call-delta", "index": 0, "id": "c", "name": "f", "argumentsDelta": "not"},
+        {"type": "tool-call-delta", "index": 0, "id": "c", "argumentsDelta": " json"},
+        {"type": "block-end", "index": 0,
+         "block": {"type": "tool-call", "id": "c", "name": "f", "arguments": "not json"}},
+        {"type": "block-start", "index": 1, "blockType": "tool-call"},
+        {"type": "tool-call-delta", "index": 1, "id": "c", "name": "g", "argumentsDelta": "[1,"},
+        {"type": "tool-call-delta", "index": 1, "id": "c", "argumentsDelta": "2]"},
+        {"type": "tool-call-delta", "index": 1, "id": "c", "name": "g", "argumentsDelta": ""},
+        {"type": "block-end", "index": 1, "block": {"type": "tool-call", "id": "c", "name": "g", "arguments": "[1,2]"}},
+        {"type": "block-start", "index": 2, "blockType": "tool-call"},
+        {"type": "block-end", "index": 2, "block": {"type": "tool-call", "id": "c", "name": "h", "arguments": "{}"}},
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ],
+    "cut off with an image block and one of an unknown type open": [
+        {"type": "block-start", "index": 0, "blockType": "image"},
+        {"type": "block-start", "index": 1, "blockType": "x-custom"},
+        {"type": "block-start", "index": 2, "blockType": "text"},
+        {"type": "text-delta", "index": 2, "text": "cut"},
+        {"type": "finish", "reason": {"kind": "max-tokens"}},
+    ],
+    "tool-calls without a call and without usage": [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "no call"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "no call"}},
+        {"type": "finish", "reason": {"kind": "tool-calls"}},
+    ],
+}  # fmt: skip
+
+
 def check_same(streams: list[list[Any]], policy: sf.Policy, **kw: Any) -> None:
     fast = [outcome(s, policy, **kw) for s in streams]
     fast_many = [outcome_many(s, policy, **kw) for s in streams]
@@ -99,6 +175,14 @@ def test_seed_mutations_agree(policy: sf.Policy) -> None:
 
 
 @pytest.mark.parametrize("policy", list(sf.Policy))
+@pytest.mark.parametrize("name", HARNESS_STREAMS.keys())
+def test_harness_allowances_and_their_mutations_agree(policy: sf.Policy, name: str) -> None:
+    chunks = HARNESS_STREAMS[name]
+    assert outcome(chunks, sf.Policy.HARNESS)[0] == "ok"
+    check_same([chunks, *mutations(chunks)], policy)
+
+
+@pytest.mark.parametrize("policy", list(sf.Policy))
 @pytest.mark.parametrize(
     "limits",
     [
@@ -111,6 +195,7 @@ def test_seed_mutations_agree(policy: sf.Policy) -> None:
 )
 def test_limits_agree(policy: sf.Policy, limits: sf.Limits) -> None:
     streams = [SEED_CHUNKS, harness_variant(SEED_CHUNKS), *itertools.islice(mutations(SEED_CHUNKS), 200)]
+    streams += [s for chunks in HARNESS_STREAMS.values() for s in itertools.islice(mutations(chunks), 40)]
     check_same(streams, policy, limits=limits)
 
 
@@ -163,7 +248,7 @@ def test_exact_bytes_past_a_quarter_of_the_default_limit() -> None:
     assert sf.Limits().max_block_bytes == 64 * 1024 * 1024
     big = "x" * 9_000_000  # two of them pass 16,777,216 units
     text = big + big + "é"
-    stream = [
+    stream: list[dict[str, Any]] = [
         {"type": "block-start", "index": 0, "blockType": "text"},
         {"type": "text-delta", "index": 0, "text": big},
         {"type": "text-delta", "index": 0, "text": big},  # the switch: 18,000,000 bytes so far

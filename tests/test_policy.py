@@ -1,8 +1,14 @@
 """SPEC §4: what ``Policy.HARNESS`` allows that ``Policy.STRICT`` (the default) rejects, and nothing else.
 
-HARNESS differs in exactly two ways: blocks may interleave (each delta and block-end addresses its
-block by index), and ``usage`` is optional. ``BLOCKS_INTERLEAVED`` and ``USAGE_MISSING`` are never
-raised under it; every other rule holds under both. A policy may be given as its string value.
+HARNESS is what DeepSeek Harness accepts: blocks may interleave (each delta and block-end addresses its
+block by index); ``usage`` is optional; a block of a type the protocol does not know is accepted when it
+has no deltas, and a finish of a kind it does not know when no block is open, both kept as they came; a
+tool call's id and name may be empty, its id may be another block's, and its arguments need not be a
+JSON object (kept raw); ``tool-calls`` may come without a tool call. It keeps the corruption checks
+upstream lacks (content equals deltas, index order, nothing but finish after usage, one id and name per
+tool-call block). ``BLOCKS_INTERLEAVED``, ``USAGE_MISSING`` and ``FINISH_REASON_MISMATCH`` are never
+raised under it; what STRICT would have refused is noted (:attr:`StreamAssembler.notes`). A policy may
+be given as its string value.
 """
 
 from __future__ import annotations
@@ -30,14 +36,19 @@ from .builders import (
     Chunk,
     E,
     U,
+    accept_noted,
     aiter_chunks,
+    end_block,
+    end_image,
     end_reasoning,
     end_text,
     end_tool,
     finish,
+    notes_of,
     reasoning_delta,
     start,
     text_delta,
+    tool_block,
     tool_delta,
     usage,
 )
@@ -313,16 +324,31 @@ SAME_UNDER_BOTH = [
     pytest.param(
         [start(0, "text"), text_delta(0, "a"), end_text(0, "b")], E.BLOCK_CONTENT_MISMATCH, id="content mismatch"
     ),
-    pytest.param(
-        [start(0, "tool-call"), end_tool(0, "c", "f", "[]")], E.TOOL_ARGUMENTS_INVALID, id="arguments not an object"
-    ),
     pytest.param([U, U], E.USAGE_DUPLICATE, id="two usages"),
     pytest.param([*TEXT, U, start(1, "text")], E.CHUNK_AFTER_USAGE, id="block after usage"),
     pytest.param([start(0, "text"), U, STOP], E.BLOCK_NOT_CLOSED, id="open block at stop"),
-    pytest.param([*TEXT, U, finish("tool-calls")], E.FINISH_REASON_MISMATCH, id="tool-calls without a tool call"),
     pytest.param([U, STOP, U], E.CHUNK_AFTER_FINISH, id="chunk after finish"),
     pytest.param([{"type": "block-start", "index": 0}], E.INVALID_CHUNK, id="missing blockType"),
     pytest.param([start(0, "text")], E.STREAM_TRUNCATED, id="no finish"),
+    pytest.param([start(0, "image"), text_delta(0, "x")], E.BLOCK_TYPE_MISMATCH, id="a delta for an image block"),
+    pytest.param([start(0, "image"), U, STOP], E.BLOCK_NOT_CLOSED, id="an image block open at stop"),
+    pytest.param(
+        [start(0, "image"), end_block(0, {"type": "image", "attachment": "att-1"})],
+        E.INVALID_CHUNK,
+        id="an attachment that is not an object",
+    ),
+    pytest.param(
+        [start(0, "tool-call"), tool_delta(0, "c", "{"), tool_delta(0, "d", "}")],
+        E.TOOL_CALL_CONFLICT,
+        id="a delta changes its block's id",
+    ),
+    pytest.param(
+        [start(0, "tool-call"), tool_delta(0, "c", "x"), end_tool(0, "c", "f", "y")],
+        E.BLOCK_CONTENT_MISMATCH,
+        id="arguments differ from the deltas",
+    ),
+    pytest.param([*TEXT, {"type": "finish", "reason": {}}], E.INVALID_CHUNK, id="a finish without a kind"),
+    pytest.param([*TEXT, {"type": "finish", "reason": {"kind": 3}}], E.INVALID_CHUNK, id="a kind that is not a string"),
 ]
 
 
@@ -364,9 +390,30 @@ HARNESS_RULES = [
         id="block-end carries the other block's text",
     ),
     pytest.param(
-        [start(0, "tool-call"), start(1, "tool-call"), tool_delta(0, "c", "{"), tool_delta(1, "c", "{")],
+        [
+            start(0, "tool-call"),
+            start(1, "tool-call"),
+            tool_delta(0, "c", "{"),
+            tool_delta(1, "c", "{"),
+            tool_delta(1, "d", "}"),
+        ],
         E.TOOL_CALL_CONFLICT,
-        id="two open tool calls with one id",
+        id="two open tool calls with one id, then one changes it",
+    ),
+    pytest.param(
+        [start(0, "text"), start(1, "image"), text_delta(1, "x")],
+        E.BLOCK_TYPE_MISMATCH,
+        id="a delta for the open image block",
+    ),
+    pytest.param(
+        [start(0, "text"), start(1, "image"), end_image(0, {})],
+        E.BLOCK_TYPE_MISMATCH,
+        id="an image block-end for the other open block",
+    ),
+    pytest.param(
+        [start(0, "image"), start(1, "text"), end_text(1, ""), finish("paused")],
+        E.BLOCK_NOT_CLOSED,
+        id="an unknown finish kind with one of two open",
     ),
     pytest.param(
         [start(0, "text"), start(1, "text"), U, start(2, "text")], E.CHUNK_AFTER_USAGE, id="a third block after usage"
@@ -410,16 +457,120 @@ def test_harness_interrupts_every_open_block_at_a_cut_off_finish() -> None:
         finish("aborted", FAILURE),
     ]
     got = result(chunks, HARNESS)
-    assert [b.type for b in got.blocks] == ["text"]
-    assert [b.type for b in got.interrupted] == ["reasoning", "tool-call"]
+    assert [b.type for b in got.blocks] == ["text"]  # type: ignore[union-attr]
+    assert [b.type for b in got.interrupted] == ["reasoning", "tool-call"]  # type: ignore[union-attr]
     reasoning, call = got.interrupted
     assert reasoning.text == "thinking"  # type: ignore[union-attr]
     assert (call.id, call.name, call.arguments) == ("c1", "f", '{"a"')  # type: ignore[union-attr]
 
 
-# -- properties: HARNESS accepts all STRICT accepts, and never raises the two STRICT-only codes --------
+# -- the other differences: what HARNESS keeps as it came, and notes ---------------------------------
+
+#: (stream valid under HARNESS only, (code, position) STRICT refuses it with, HARNESS's to_wire(),
+#: HARNESS's notes as (code, position, count); a count of None is not checked here: how a block-end that repeats
+#: what its block-start or deltas were noted for counts is test_harness.py's business).
+KEPT = [
+    pytest.param(
+        [*TEXT, start(1, "video"), end_block(1, {"type": "video", "frames": [{"t": 0}], "codec": None}), U, STOP],
+        (E.INVALID_CHUNK, 3),
+        {"blocks": [{"type": "text", "text": "hi"}, {"type": "video", "frames": [{"t": 0}], "codec": None}],
+         "usage": {"inputTokens": 10, "outputTokens": 5}, "finish": {"kind": "stop"}},
+        [(E.INVALID_CHUNK, 3, None)],
+        id="a block of an unknown type, kept as the dict its block-end carried",
+    ),
+    pytest.param(
+        [*TEXT, U, {"type": "finish", "reason": {"kind": "paused", "resumeAt": 3, "why": {"a": [1]}}}],
+        (E.INVALID_CHUNK, 4),
+        {"blocks": [{"type": "text", "text": "hi"}], "usage": {"inputTokens": 10, "outputTokens": 5},
+         "finish": {"kind": "paused", "resumeAt": 3, "why": {"a": [1]}}},
+        [(E.INVALID_CHUNK, 4, 1)],
+        id="a finish of an unknown kind, kept with its fields",
+    ),
+    pytest.param(
+        [start(0, "tool-call"), tool_delta(0, "", "{}", name=""), end_tool(0, "", "", "{}"), U, finish("tool-calls")],
+        (E.INVALID_CHUNK, 1),
+        {"blocks": [{"type": "tool-call", "id": "", "name": "", "arguments": "{}"}],
+         "usage": {"inputTokens": 10, "outputTokens": 5}, "finish": {"kind": "tool-calls"}},
+        [(E.INVALID_CHUNK, 1, None)],
+        id="an empty id and name",
+    ),
+    pytest.param(
+        [*tool_block(0, "c"), *tool_block(1, "c", "g"), U, finish("tool-calls")],
+        (E.TOOL_CALL_CONFLICT, 4),
+        {"blocks": [{"type": "tool-call", "id": "c", "name": "f", "arguments": "{}"},
+                    {"type": "tool-call", "id": "c", "name": "g", "arguments": "{}"}],
+         "usage": {"inputTokens": 10, "outputTokens": 5}, "finish": {"kind": "tool-calls"}},
+        [(E.TOOL_CALL_CONFLICT, 4, 1)],
+        id="two blocks with one id",
+    ),
+    pytest.param(
+        [*tool_block(0, "c", "f", "not json"), finish("tool-calls")],
+        (E.TOOL_ARGUMENTS_INVALID, 2),
+        {"blocks": [{"type": "tool-call", "id": "c", "name": "f", "arguments": "not json"}], "usage": None,
+         "finish": {"kind": "tool-calls"}},
+        [(E.TOOL_ARGUMENTS_INVALID, 2, 1), (E.USAGE_MISSING, 3, 1)],
+        id="raw arguments, and no usage",
+    ),
+    pytest.param(
+        [*TEXT, finish("tool-calls")],
+        (E.USAGE_MISSING, 3),
+        {"blocks": [{"type": "text", "text": "hi"}], "usage": None, "finish": {"kind": "tool-calls"}},
+        [(E.USAGE_MISSING, 3, 1), (E.FINISH_REASON_MISMATCH, 3, 1)],
+        id="tool-calls without a tool call, and no usage",
+    ),
+    pytest.param(
+        [start(0, "text"), start(1, "image"), end_image(1, {"id": "a"}), text_delta(0, "x"), end_text(0, "x"),
+         start(2, "text"), start(3, "text"), end_text(3, ""), end_text(2, ""), U, STOP],
+        (E.BLOCKS_INTERLEAVED, 1),
+        {"blocks": [{"type": "text", "text": "x"}, {"type": "image", "attachment": {"id": "a"}},
+                    {"type": "text", "text": ""}, {"type": "text", "text": ""}],
+         "usage": {"inputTokens": 10, "outputTokens": 5}, "finish": {"kind": "stop"}},
+        [(E.BLOCKS_INTERLEAVED, 1, 2)],
+        id="interleaved twice, an image block among them",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("chunks", "strict", "wire", "notes"), KEPT)
+def test_harness_keeps_what_strict_refuses(
+    chunks: list[Chunk], strict: tuple[ErrorCode, int], wire: dict[str, Any], notes: list[Any]
+) -> None:
+    err = error(chunks, STRICT)
+    assert (err.code, err.chunk_index) == strict
+    got, noted = accept_noted(chunks, HARNESS)
+    assert got.to_wire() == wire
+    assert [note[:2] for note in noted] == [note[:2] for note in notes]
+    assert [n for (_, _, n), (_, _, want) in zip(noted, notes, strict=True) if want is not None] == [
+        want for _, _, want in notes if want is not None
+    ]
+    assert noted[0][:2] == strict  # the first note is where STRICT stops
+    for name, run in ENTRY_POINTS[1:]:
+        assert not isinstance(run(chunks, HARNESS), LlmError), name
+
+
+def test_strict_keeps_image_blocks_and_notes_nothing() -> None:
+    chunks = [start(0, "image"), end_image(0, {"id": "att-1"}), *TEXT_AT_1, U, STOP]
+    for policy in BOTH:
+        got, notes = accept_noted(chunks, policy)
+        assert [b.type for b in got.blocks] == ["image", "text"]  # type: ignore[union-attr]
+        assert notes == []
+
+
+TEXT_AT_1 = [start(1, "text"), text_delta(1, "hi"), end_text(1, "hi")]
+
+
+# -- properties: HARNESS accepts all STRICT accepts, and refuses only with the codes both share ----------
 
 KINDS = ("text", "reasoning", "tool-call")
+#: Codes STRICT raises for what HARNESS accepts (SPEC §4); under HARNESS a chunk breaking only those is noted.
+STRICT_ONLY = (
+    E.BLOCKS_INTERLEAVED,
+    E.USAGE_MISSING,
+    E.FINISH_REASON_MISMATCH,
+    E.INVALID_CHUNK,
+    E.TOOL_CALL_CONFLICT,
+    E.TOOL_ARGUMENTS_INVALID,
+)
 
 
 @st.composite
@@ -503,43 +654,67 @@ def _random_chunk() -> st.SearchStrategy[Chunk]:
     index = st.integers(0, 2)
     small = st.sampled_from(["", "a", "b"])
     args = st.sampled_from(["", "{", "}", "{}"])
-    call_id = st.sampled_from(["x", "y"])
-    name = st.sampled_from([None, "f", "g"])
+    call_id = st.sampled_from(["x", "y", ""])
+    name = st.sampled_from([None, "f", "g", ""])
     return st.one_of(
-        st.builds(start, index, st.sampled_from(KINDS)),
+        st.builds(start, index, st.sampled_from([*KINDS, "image", "video"])),
         st.builds(text_delta, index, small),
         st.builds(reasoning_delta, index, small),
         st.builds(tool_delta, index, call_id, args, name),
         st.builds(end_text, index, small),
         st.builds(end_reasoning, index, small),
-        st.builds(end_tool, index, call_id, st.sampled_from(["f", "g"]), args),
+        st.builds(end_tool, index, call_id, st.sampled_from(["f", "g", ""]), args),
+        st.builds(end_image, index, st.sampled_from([{}, {"id": "a"}])),
+        st.builds(end_block, index, st.sampled_from([{"type": "video"}, {"type": "video", "t": 1}, {"type": "audio"}])),
         st.just(usage()),
-        st.sampled_from([finish(k) for k in ("stop", "tool-calls", "max-tokens")]),
+        st.sampled_from([finish(k) for k in ("stop", "tool-calls", "max-tokens", "paused")]),
         st.just(finish("error", FAILURE)),
     )
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_random_chunk(), max_size=10))
-def test_harness_is_strict_minus_two_rules(chunks: list[Chunk]) -> None:
+def test_harness_is_strict_minus_its_allowances(chunks: list[Chunk]) -> None:
     strict, harness = outcome(chunks, STRICT), outcome(chunks, HARNESS)
     if isinstance(harness, LlmError):
-        assert harness.code not in (E.BLOCKS_INTERLEAVED, E.USAGE_MISSING)
+        assert harness.code not in (E.BLOCKS_INTERLEAVED, E.USAGE_MISSING, E.FINISH_REASON_MISMATCH)
     if isinstance(strict, sf.StreamResult):
-        # every stream STRICT accepts, HARNESS accepts with the same result
+        # every stream STRICT accepts, HARNESS accepts with the same result, and notes nothing
         assert strict == harness
+        assert accept_noted(chunks, HARNESS)[1] == []
         return
     if isinstance(harness, sf.StreamResult):
-        # STRICT rejected it for one of its two extra rules only
-        assert strict.code in (E.BLOCKS_INTERLEAVED, E.USAGE_MISSING)
+        # STRICT rejected it for a rule HARNESS does not hold
+        assert strict.code in STRICT_ONLY
         return
     # both rejected: STRICT no later than HARNESS; at the same chunk, the same code unless STRICT's own
     assert strict.chunk_index is not None and harness.chunk_index is not None
     assert strict.chunk_index <= harness.chunk_index
     if strict.chunk_index == harness.chunk_index and strict.code != harness.code:
-        assert strict.code in (E.BLOCKS_INTERLEAVED, E.USAGE_MISSING)
+        assert strict.code in STRICT_ONLY
     if strict.chunk_index < harness.chunk_index:
-        assert strict.code in (E.BLOCKS_INTERLEAVED, E.USAGE_MISSING)
+        assert strict.code in STRICT_ONLY
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_random_chunk(), max_size=10))
+def test_harness_notes_where_strict_stops(chunks: list[Chunk]) -> None:
+    """Where STRICT refuses a chunk that HARNESS accepts, HARNESS notes STRICT's code at that chunk, first."""
+    strict = outcome(chunks, STRICT)
+    if not isinstance(strict, LlmError) or strict.code is E.STREAM_TRUNCATED:
+        return
+    position = strict.chunk_index
+    assert position is not None
+    asm = sf.StreamAssembler(HARNESS)
+    for chunk in chunks[: position + 1]:
+        try:
+            asm.feed(chunk)
+        except LlmError:
+            assert asm.notes == [] or all(e.chunk_index is not None and e.chunk_index < position for e, _ in asm.notes)
+            return
+    notes = notes_of(asm)
+    assert (strict.code, position) in [(code, index) for code, index, _ in notes], (strict, notes)
+    assert {index for _, index, _ in notes} == {position}, notes
 
 
 def test_seed_is_the_same_under_both() -> None:

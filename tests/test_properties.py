@@ -1,10 +1,12 @@
 """Property-based tests (hypothesis) of the StreamChunk machine against SPEC.md.
 
 Valid streams are generated from their *source content* (blocks, usage, finish), cut into random
-deltas and, under ``Policy.HARNESS``, interleaved; the properties check that they assemble back to
-that content, that every entry point agrees, and that random mutations of them only ever raise
-``LlmError`` with a published code — the very code and position that a small reference checker,
-written from SPEC §2-§3 alone (:func:`reference`), predicts.
+deltas and, under ``Policy.HARNESS``, interleaved and given what SPEC §4 lets HARNESS accept (blocks and
+finish kinds of unknown types, empty or shared tool-call ids, raw arguments, ``tool-calls`` without a
+call); the properties check that they assemble back to that content, that every entry point agrees,
+and that random mutations of them only ever raise ``LlmError`` with a published code — the very code
+and position that a small reference checker, written from SPEC §1-§4 alone (:func:`reference`),
+predicts, along with the notes HARNESS leaves of what STRICT would have refused.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import copy
 import itertools
 import json
+import math
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +41,11 @@ CHUNK_TYPES = (
     "finish",
 )
 BLOCK_TYPES = ("text", "reasoning", "tool-call")
+#: SPEC §1's block types, in both policies: an image block takes no deltas.
+CORE_BLOCK_TYPES = (*BLOCK_TYPES, "image")
+#: Block types and finish kinds SPEC §1 does not know: HARNESS keeps them as they came (SPEC §4).
+OTHER_BLOCK_TYPES = ("video", "audio", "x-custom", "Text", "")
+OTHER_FINISH_KINDS = ("paused", "content-filter", "refusal", "length", "STOP", "")
 FINISH_KINDS = ("stop", "tool-calls", "max-tokens", "error", "aborted")
 CUT_OFF = ("max-tokens", "error", "aborted")
 DELTA_OF = {"text": "text-delta", "reasoning": "reasoning-delta", "tool-call": "tool-call-delta"}
@@ -197,6 +205,7 @@ OWN_KEYS = {
     "finish": {"type", "reason", "replayState"},
     "block.text": {"type", "text"},
     "block.tool-call": {"type", "id", "name", "arguments"},
+    "block.image": {"type", "attachment"},
     "usage.usage": {"inputTokens", "outputTokens", *USAGE_OPTIONAL},
     "reason": {"kind", "failure"},
     "failure": {"message", "code", *FAILURE_OPTIONAL},
@@ -234,7 +243,7 @@ class Source:
     chunks: list[Any]
     #: Completed blocks, in index order, as §1's block-end ``block`` (no extra keys).
     blocks: list[dict[str, Any]]
-    #: Raw arguments of the completed tool calls, in order.
+    #: Raw arguments of the completed tool calls, in order (under HARNESS not always a JSON object).
     arguments: list[str]
     #: Blocks left open by a cut-off finish, in index order: {type, text|arguments, id?, name?}.
     interrupted: list[dict[str, Any]]
@@ -248,16 +257,34 @@ class Source:
         return {"blocks": self.blocks, "usage": self.usage, "finish": self.reason}
 
 
+#: The fields a block of an unknown type carries besides its ``type`` (JSON data, kept as it came).
+OTHER_FIELDS = st.dictionaries(st.text(max_size=6).filter(lambda k: k != "type"), json_values, max_size=3)
+
+
 def block_chunks(
-    draw: st.DrawFn, index: int, kind: str, call_id: str, *, interrupted: bool
+    draw: st.DrawFn, index: int, kind: str, call_id: str, *, interrupted: bool, harness: bool = False
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The chunks of one block (start, deltas, end unless interrupted) and its content."""
     chunks: list[dict[str, Any]] = [
         with_extras(draw, {"type": "block-start", "index": index, "blockType": kind}, "block-start")
     ]
+    if kind not in BLOCK_TYPES:  # no deltas: an image block, or (HARNESS) a block of an unknown type
+        if interrupted:
+            return chunks, {"type": kind}
+        if kind == "image":
+            wire = {"type": "image", "attachment": draw(json_objects)}
+            block = with_extras(draw, dict(wire), "block.image")
+        else:
+            fields: dict[str, Any] = draw(OTHER_FIELDS)
+            block = wire = {**fields, "type": kind}
+        chunks.append(with_extras(draw, {"type": "block-end", "index": index, "block": block}, "block-end"))
+        return chunks, copy.deepcopy(wire)
     if kind == "tool-call":
-        name = draw(st.text(min_size=1, max_size=12))
-        args = json_text(draw, draw(json_objects))
+        name = draw(st.text(min_size=0 if harness else 1, max_size=12))
+        if harness and draw(st.integers(0, 3)) == 0:
+            args = draw(st.one_of(ODD_ARGUMENTS, texts))  # SPEC §4: kept raw
+        else:
+            args = json_text(draw, draw(json_objects))
         if interrupted:
             args = args[: draw(st.integers(0, len(args)))]
         parts = pieces(draw, args)
@@ -351,8 +378,9 @@ def sources(draw: st.DrawFn, policy: Policy | None = None, *, interleave: bool |
     harness = policy is Policy.HARNESS
     if interleave is None:
         interleave = harness and draw(st.booleans())
-    kind = draw(st.sampled_from(FINISH_KINDS))
-    kinds = draw(st.lists(st.sampled_from(BLOCK_TYPES), max_size=5))
+    kind = draw(st.sampled_from(FINISH_KINDS + (OTHER_FINISH_KINDS if harness else ())))
+    block_types = CORE_BLOCK_TYPES + (OTHER_BLOCK_TYPES if harness else ())
+    kinds = draw(st.lists(st.sampled_from(block_types), max_size=5))
     n = len(kinds)
     open_set: set[int] = set()
     if kind in CUT_OFF and n:
@@ -360,14 +388,17 @@ def sources(draw: st.DrawFn, policy: Policy | None = None, *, interleave: bool |
             open_set = set(draw(st.sets(st.integers(0, n - 1), max_size=n)))
         elif draw(st.booleans()):
             open_set = {n - 1}
-    if kind == "tool-calls" and not any(k == "tool-call" for k in kinds):
+    if kind == "tool-calls" and not any(k == "tool-call" for k in kinds) and not (harness and draw(st.booleans())):
         kinds.append("tool-call")
         n += 1
-    ids = draw(st.lists(st.text(min_size=1, max_size=8), min_size=n, max_size=n, unique=True))
+    if harness:  # SPEC §4: ids may be empty, and blocks may share one
+        ids = draw(st.lists(st.sampled_from(["", "call-1", "call-2"]) | st.text(max_size=8), min_size=n, max_size=n))
+    else:
+        ids = draw(st.lists(st.text(min_size=1, max_size=8), min_size=n, max_size=n, unique=True))
     seqs: list[list[dict[str, Any]]] = []
     by_index: list[tuple[str, dict[str, Any]]] = []
     for i, block_kind in enumerate(kinds):
-        chunks, content = block_chunks(draw, i, block_kind, ids[i], interrupted=i in open_set)
+        chunks, content = block_chunks(draw, i, block_kind, ids[i], interrupted=i in open_set, harness=harness)
         seqs.append(chunks)
         by_index.append(("open" if i in open_set else "done", content))
     chunks = merge(draw, seqs, interleave)
@@ -382,13 +413,24 @@ def sources(draw: st.DrawFn, policy: Policy | None = None, *, interleave: bool |
     sent = dict(reason)
     if "failure" in sent:
         sent["failure"] = with_extras(draw, dict(sent["failure"]), "failure")
-    finish: dict[str, Any] = {"type": "finish", "reason": with_extras(draw, sent, "reason")}
+    if kind in FINISH_KINDS:
+        sent = with_extras(draw, sent, "reason")
+    else:  # SPEC §4: a kind not known is kept as it came, with its fields
+        # (fields that are null, or one named failure, are pinned in tests/test_harness.py)
+        fields = st.dictionaries(
+            st.text(max_size=6).filter(lambda k: k not in ("kind", "failure")),
+            json_values.filter(lambda v: v is not None),
+            max_size=3,
+        )
+        reason = sent = {**draw(fields), "kind": kind}
+    finish: dict[str, Any] = {"type": "finish", "reason": sent}
     replay = None
     if draw(st.booleans()):
         replay = draw(json_values)
         finish["replayState"] = replay
     chunks.append(with_extras(draw, finish, "finish"))
     done = [content for state, content in by_index if state == "done"]
+    reason = copy.deepcopy(reason)
     return Source(
         policy=policy,
         chunks=chunks,
@@ -599,7 +641,9 @@ def mutated(draw: st.DrawFn, policy: Policy | None = None) -> tuple[Source, list
             target["index"] = draw(index_values)
         elif op == "type":
             where = draw(st.sampled_from(["type", "blockType", "block.type", "reason.kind"]))
-            new = draw(st.sampled_from([*CHUNK_TYPES, *BLOCK_TYPES, *FINISH_KINDS, "", "TEXT", "tool_call"]))
+            new = draw(
+                st.sampled_from([*CHUNK_TYPES, *CORE_BLOCK_TYPES, *FINISH_KINDS, "", "TEXT", "tool_call", "video"])
+            )
             if where == "type":
                 target["type"] = new
             elif where == "blockType":
@@ -628,7 +672,7 @@ def mutated(draw: st.DrawFn, policy: Policy | None = None) -> tuple[Source, list
     return src, chunks, done
 
 
-# -- a reference checker, written from SPEC §1-§3 alone --------------------------------------------
+# -- a reference checker, written from SPEC §1-§4 alone --------------------------------------------
 
 
 def _int(v: Any, low: int = 0, high: int = MAX_INT) -> bool:
@@ -646,13 +690,30 @@ def _is_json(v: Any) -> bool:
         return v == v and v not in (float("inf"), float("-inf"))
     if isinstance(v, list):
         return all(_is_json(x) for x in v)
-    if isinstance(v, dict):
+    if isinstance(v, Mapping):
         return all(isinstance(k, str) and _is_json(x) for k, x in v.items())
     return False
 
 
-def _ref_shape(chunk: Any) -> tuple[dict[str, Any], str] | None:
-    """The chunk as a dict and its type, or None: INVALID_CHUNK (SPEC §1 and §3.2)."""
+def _ref_block_shape(b: Any, harness: bool) -> bool:
+    """A block-end's ``block`` (SPEC §1; §4: under HARNESS a block of any other type, as JSON data)."""
+    if not isinstance(b, Mapping) or not isinstance(b.get("type"), str):
+        return False
+    if b["type"] == "tool-call":
+        return (
+            _str(b.get("id"), non_empty=not harness)
+            and _str(b.get("name"), non_empty=not harness)
+            and _str(b.get("arguments"))
+        )
+    if b["type"] in ("text", "reasoning"):
+        return _str(b.get("text"))
+    if b["type"] == "image":
+        return isinstance(b.get("attachment"), Mapping) and _is_json(b["attachment"])
+    return harness and _is_json(b)
+
+
+def _ref_shape(chunk: Any, harness: bool) -> tuple[dict[str, Any], str] | None:
+    """The chunk as a dict and its type, or None: INVALID_CHUNK (SPEC §1, §3.2 and §4)."""
     if not isinstance(chunk, Mapping):
         return None
     c = dict(chunk)
@@ -665,7 +726,9 @@ def _ref_shape(chunk: Any) -> tuple[dict[str, Any], str] | None:
         return (c, t) if ok and all(_int(u[k]) for k in USAGE_OPTIONAL if k in u) else None  # type: ignore[index, operator]
     if t == "finish":
         r = c.get("reason")
-        if not isinstance(r, Mapping) or r.get("kind") not in FINISH_KINDS or not isinstance(r["kind"], str):
+        if not isinstance(r, Mapping) or not isinstance(r.get("kind"), str):
+            return None
+        if r["kind"] not in FINISH_KINDS and not (harness and _is_json(r)):
             return None
         if r["kind"] in ("error", "aborted"):
             f = r.get("failure")
@@ -688,34 +751,53 @@ def _ref_shape(chunk: Any) -> tuple[dict[str, Any], str] | None:
         ok = _str(c.get("text"))
     elif t == "tool-call-delta":
         ok = (
-            _str(c.get("id"), non_empty=True)
-            and ("name" not in c or _str(c["name"], non_empty=True))
+            _str(c.get("id"), non_empty=not harness)
+            and ("name" not in c or _str(c["name"], non_empty=not harness))
             and _str(c.get("argumentsDelta"))
         )
     elif t == "block-start":
-        ok = isinstance(c.get("blockType"), str) and c["blockType"] in BLOCK_TYPES
+        ok = isinstance(c.get("blockType"), str) and (harness or c["blockType"] in CORE_BLOCK_TYPES)
     else:
-        b = c.get("block")
-        ok = isinstance(b, Mapping) and isinstance(b.get("type"), str) and b["type"] in BLOCK_TYPES
-        if ok and b["type"] == "tool-call":  # type: ignore[index]
-            ok = _str(b.get("id"), non_empty=True) and _str(b.get("name"), non_empty=True) and _str(b.get("arguments"))  # type: ignore[union-attr]
-        elif ok:
-            ok = _str(b.get("text"))  # type: ignore[union-attr]
+        ok = _ref_block_shape(c.get("block"), harness)
     return (c, t) if ok else None
 
 
 def _json_object(text: str) -> bool:
+    """Whether tool arguments are a JSON object (RFC 8259: no NaN or Infinity), within the machine's documented
+    bounds on numbers: a number a double cannot hold (``1e400``) is refused, and an integer of more than 100,000
+    digits (README, "Tool arguments")."""
+
     def no_constant(name: str) -> Any:
         raise ValueError(name)
 
+    def finite(number: str) -> float:
+        if math.isinf(float(number)):
+            raise ValueError(number)
+        return 0.0
+
+    def bounded(number: str) -> int:
+        if len(number.lstrip("-")) > 100_000:
+            raise ValueError(number)
+        return 0
+
     try:
-        return isinstance(json.loads(text, parse_constant=no_constant), dict)
+        value = json.loads(text, parse_constant=no_constant, parse_float=finite, parse_int=bounded)
     except (ValueError, RecursionError):
         return False
+    return isinstance(value, dict)
 
 
 def _utf8(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _json_size(block: Any) -> int:
+    """The bytes a block kept as it came counts against ``max_block_bytes``: its compact JSON in UTF-8
+    (as orjson writes it; integers past 64 bits, which orjson cannot write, as the standard library does)."""
+    try:
+        return len(orjson.dumps(block))
+    except TypeError:
+        return _utf8(json.dumps(block, ensure_ascii=False, separators=(",", ":")))
 
 
 @dataclass
@@ -728,16 +810,25 @@ class _RefBlock:
 
 
 Outcome = tuple[Any, ...]
+#: What HARNESS accepted that STRICT would have refused: {code: position of the first chunk that did}.
+RefNotes = dict[ErrorCode, int]
 
 
-def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None) -> Outcome:
-    """``("ok", to_wire, interrupted)`` or ``("err", code, chunk_index)``, per SPEC §2-§3."""
+def reference(
+    chunks: list[Any], policy: Policy, limits: sf.Limits | None = None, notes: RefNotes | None = None
+) -> Outcome:
+    """``("ok", to_wire, interrupted)`` or ``("err", code, chunk_index)``, per SPEC §2-§4.
+
+    Given ``notes``, fills it with the first position of each code STRICT would have raised for a chunk
+    the policy accepted (SPEC §4: what HARNESS accepts and STRICT refuses is noted).
+    """
     limits = limits or sf.Limits()
     strict = policy is Policy.STRICT
+    harness = not strict
     opened: dict[int, _RefBlock] = {}
     done: dict[int, dict[str, Any]] = {}
     started = 0
-    ids: set[str] = set()
+    owners: dict[str, int] = {}  # a tool call's id -> the first block that had it
     usage: dict[str, Any] | None = None
     tool_calls = 0
     finish: dict[str, Any] | None = None
@@ -749,13 +840,14 @@ def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None
         if finish is not None:
             return err(ErrorCode.CHUNK_AFTER_FINISH, n)
         try:
-            shaped = _ref_shape(chunk)
+            shaped = _ref_shape(chunk, harness)
         except Exception:
             shaped = None
         if shaped is None:
             return err(ErrorCode.INVALID_CHUNK, n)
         c, t = shaped
         over = n >= limits.max_chunks
+        noted: list[ErrorCode] = []  # what STRICT would refuse in this chunk, if it is accepted
         if t == "block-start":
             if opened and strict:
                 return err(ErrorCode.BLOCKS_INTERLEAVED, n)
@@ -765,6 +857,10 @@ def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None
                 return err(ErrorCode.INDEX_OUT_OF_ORDER, n)
             if over or started >= limits.max_blocks:
                 return err(ErrorCode.LIMIT_EXCEEDED, n)
+            if c["blockType"] not in CORE_BLOCK_TYPES:
+                noted.append(ErrorCode.INVALID_CHUNK)
+            if opened:
+                noted.append(ErrorCode.BLOCKS_INTERLEAVED)
             opened[started] = _RefBlock(c["blockType"])
             started += 1
         elif t in KIND_OF or t == "block-end":
@@ -779,9 +875,10 @@ def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None
             if t != "block-end":
                 value = c["text"] if kind != "tool-call" else c["argumentsDelta"]
                 if kind == "tool-call":
-                    if block.id is None and c["id"] in ids:
+                    cid = c["id"]
+                    if block.id is None and strict and cid in owners:
                         return err(ErrorCode.TOOL_CALL_CONFLICT, n)
-                    if block.id is not None and c["id"] != block.id:
+                    if block.id is not None and cid != block.id:
                         return err(ErrorCode.TOOL_CALL_CONFLICT, n)
                     if "name" in c and block.name is not None and c["name"] != block.name:
                         return err(ErrorCode.TOOL_CALL_CONFLICT, n)
@@ -790,11 +887,16 @@ def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None
                 block.size += _utf8(value)
                 block.parts.append(value)
                 if kind == "tool-call":
+                    if cid == "" or c.get("name") == "":
+                        noted.append(ErrorCode.INVALID_CHUNK)
+                    if owners.get(cid, c["index"]) != c["index"]:
+                        noted.append(ErrorCode.TOOL_CALL_CONFLICT)
                     if block.id is None:
-                        block.id = c["id"]
-                        ids.add(block.id)
+                        block.id = cid
+                        owners.setdefault(cid, c["index"])
                     if "name" in c:
                         block.name = c["name"]
+                _note(notes, noted, n)
                 continue
             b = c["block"]
             had = bool(block.parts)
@@ -807,20 +909,34 @@ def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None
                     or (block.name is not None and b["name"] != block.name)
                 ):
                     return err(ErrorCode.BLOCK_CONTENT_MISMATCH, n)
-                if not had and b["id"] in ids:
+                reused = owners.get(b["id"], c["index"]) != c["index"]
+                if not had and reused and strict:
                     return err(ErrorCode.TOOL_CALL_CONFLICT, n)
-                if not _json_object(b["arguments"]):
+                object_arguments = _json_object(b["arguments"])
+                if not object_arguments and strict:
                     return err(ErrorCode.TOOL_ARGUMENTS_INVALID, n)
-                content = b["arguments"]
-            else:
+                size = _utf8(b["arguments"])
+                if b["id"] == "" or b["name"] == "":
+                    noted.append(ErrorCode.INVALID_CHUNK)
+                if reused:
+                    noted.append(ErrorCode.TOOL_CALL_CONFLICT)
+                if not object_arguments:
+                    noted.append(ErrorCode.TOOL_ARGUMENTS_INVALID)
+            elif kind in ("text", "reasoning"):
                 wire = {"type": kind, "text": b["text"]}
                 if had and b["text"] != assembled:
                     return err(ErrorCode.BLOCK_CONTENT_MISMATCH, n)
-                content = b["text"]
-            if over or (not had and _utf8(content) > limits.max_block_bytes):
+                size = _utf8(b["text"])
+            else:  # no deltas: an image block (its attachment), or under HARNESS a block kept as it came
+                wire = {"type": "image", "attachment": b["attachment"]} if kind == "image" else dict(b)
+                wire = copy.deepcopy(wire)
+                size = _json_size(b)
+                if kind != "image":
+                    noted.append(ErrorCode.INVALID_CHUNK)
+            if over or (not had and size > limits.max_block_bytes):
                 return err(ErrorCode.LIMIT_EXCEEDED, n)
             if kind == "tool-call":
-                ids.add(b["id"])
+                owners.setdefault(b["id"], c["index"])
                 tool_calls += 1
             del opened[c["index"]]
             done[c["index"]] = wire
@@ -834,18 +950,29 @@ def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None
         else:
             r = c["reason"]
             kind = r["kind"]
-            if opened and kind in ("stop", "tool-calls"):
+            if opened and kind not in CUT_OFF:
                 return err(ErrorCode.BLOCK_NOT_CLOSED, n)
-            if strict and usage is None and kind in ("stop", "tool-calls", "max-tokens"):
+            usage_missing = usage is None and kind in ("stop", "tool-calls", "max-tokens")
+            if strict and usage_missing:
                 return err(ErrorCode.USAGE_MISSING, n)
-            if kind == "tool-calls" and tool_calls == 0:
+            no_call = kind == "tool-calls" and tool_calls == 0
+            if strict and no_call:
                 return err(ErrorCode.FINISH_REASON_MISMATCH, n)
             if over:
                 return err(ErrorCode.LIMIT_EXCEEDED, n)
-            finish = {"kind": kind}
+            if kind not in FINISH_KINDS:
+                noted.append(ErrorCode.INVALID_CHUNK)
+                finish = copy.deepcopy(dict(r))  # kept as it came (SPEC §4)
+            else:
+                finish = {"kind": kind}
+            if usage_missing:
+                noted.append(ErrorCode.USAGE_MISSING)
+            if no_call:
+                noted.append(ErrorCode.FINISH_REASON_MISMATCH)
             if kind in ("error", "aborted"):
                 f = r["failure"]
                 finish["failure"] = {k: f[k] for k in ("message", "code", *FAILURE_OPTIONAL) if k in f}
+        _note(notes, noted, n)
     if finish is None:
         return err(ErrorCode.STREAM_TRUNCATED, len(chunks))
     interrupted = []
@@ -858,21 +985,38 @@ def reference(chunks: list[Any], policy: Policy, limits: sf.Limits | None = None
             if block.name is not None:
                 partial["name"] = block.name
             interrupted.append(partial)
-        else:
+        elif block.kind in ("text", "reasoning"):
             interrupted.append({"type": block.kind, "text": "".join(block.parts)})
+        else:  # a block that takes no deltas has nothing but its type before its block-end
+            interrupted.append({"type": block.kind})
     wire = {"blocks": [done[i] for i in sorted(done)], "usage": usage, "finish": finish}
     return ("ok", wire, interrupted)
+
+
+def _note(notes: RefNotes | None, codes: list[ErrorCode], n: int) -> None:
+    if notes is not None:
+        for code in codes:
+            notes.setdefault(code, n)
 
 
 # -- running the library ---------------------------------------------------------------------------
 
 
-def _interrupted_matches(got: list[sf.Block], expected: list[dict[str, Any]]) -> bool:
+def wire_of(block: sf.Block | dict[str, Any]) -> dict[str, Any]:
+    """A block's wire form: a block of an unknown type (HARNESS) is the plain dict it came as."""
+    return block if isinstance(block, dict) else block.to_wire()
+
+
+def _interrupted_matches(got: list[sf.Block | dict[str, Any]], expected: list[dict[str, Any]]) -> bool:
     """``interrupted`` against partial contents: type and content; id and name where the deltas gave them."""
     if len(got) != len(expected):
         return False
     for block, want in zip(got, expected, strict=True):
-        wire = block.to_wire()
+        wire = wire_of(block)
+        if want["type"] not in BLOCK_TYPES:  # a block that takes no deltas: nothing but its type came
+            if wire != want:
+                return False
+            continue
         if wire["type"] != want["type"]:
             return False
         key = "arguments" if want["type"] == "tool-call" else "text"
@@ -890,7 +1034,7 @@ def outcome(run: Callable[[], sf.StreamResult]) -> Outcome:
         result = run()
     except LlmError as exc:
         return ("err", exc.code, exc.chunk_index)
-    return ("ok", result.to_wire(), [b.to_wire() for b in result.interrupted])
+    return ("ok", result.to_wire(), [wire_of(b) for b in result.interrupted])
 
 
 def check_error(out: Outcome, n_chunks: int) -> None:
@@ -909,6 +1053,9 @@ def same_as_reference(got: Outcome, ref: Outcome) -> None:
     assert got[1] == ref[1], f"library {got[1]!r} != reference {ref[1]!r}"
     assert len(got[2]) == len(ref[2])
     for block, want in zip(got[2], ref[2], strict=True):
+        if want["type"] not in BLOCK_TYPES:
+            assert block == want
+            continue
         key = "arguments" if want["type"] == "tool-call" else "text"
         assert block["type"] == want["type"] and block[key] == want[key], (block, want)
         for optional in ("id", "name"):
@@ -1036,7 +1183,12 @@ def assert_agree(chunks: list[Any], policy: Policy) -> Outcome:
 
 def assert_assembles_to_source(src: Source) -> sf.StreamResult:
     result = sf.assemble(src.chunks, policy=src.policy)
-    assert [b.to_wire() for b in result.blocks] == src.blocks
+    assert [wire_of(b) for b in result.blocks] == src.blocks
+    for block, want in zip(result.blocks, src.blocks, strict=True):
+        if want["type"] == "image":
+            assert isinstance(block, sf.ImageBlock) and block.attachment == want["attachment"]
+        elif want["type"] not in BLOCK_TYPES:
+            assert type(block) is dict
     assert result.text == "".join(b["text"] for b in src.blocks if b["type"] == "text")
     assert result.reasoning == "".join(b["text"] for b in src.blocks if b["type"] == "reasoning")
     calls = [b for b in src.blocks if b["type"] == "tool-call"]
@@ -1044,7 +1196,11 @@ def assert_assembles_to_source(src: Source) -> sf.StreamResult:
         (c["id"], c["name"], c["arguments"]) for c in calls
     ]
     for call, raw in zip(result.tool_calls, src.arguments, strict=True):
-        assert call.parsed_arguments == json.loads(raw)
+        if _json_object(raw):
+            assert call.parsed_arguments == json.loads(raw)
+        else:  # kept raw (HARNESS): asking for the object says why there is none
+            with pytest.raises(ValueError, match="not a JSON object"):
+                _ = call.parsed_arguments
     if src.usage is None:
         assert result.usage is None
     else:
@@ -1137,7 +1293,7 @@ def test_strict_streams_are_valid_under_harness_with_the_same_result(src: Source
     strict = sf.assemble(src.chunks, policy=Policy.STRICT)
     harness = sf.assemble(src.chunks, policy=Policy.HARNESS)
     assert harness.to_wire() == strict.to_wire()
-    assert [b.to_wire() for b in harness.interrupted] == [b.to_wire() for b in strict.interrupted]
+    assert [wire_of(b) for b in harness.interrupted] == [wire_of(b) for b in strict.interrupted]
     assert harness.replay_state == strict.replay_state
 
 
@@ -1175,6 +1331,48 @@ def test_mutated_streams_match_the_reference_checker(case: tuple[Source, list[An
     src, chunks, _ = case
     got = outcome(lambda: sf.assemble(chunks, policy=src.policy))
     same_as_reference(got, reference(chunks, src.policy))
+
+
+# -- SPEC §4: what HARNESS accepts and STRICT refuses is noted ------------------------------------------
+
+
+def machine_notes(chunks: list[Any], policy: Policy) -> RefNotes:
+    """The first position of each code among the machine's notes, the stream accepted or not."""
+    asm = sf.StreamAssembler(policy=policy)
+    try:
+        for chunk in chunks:
+            asm.feed(chunk)
+        asm.close()
+    except LlmError:
+        pass
+    notes = {error.code: error.chunk_index for error, _ in asm.notes}
+    assert all(count >= 1 for _, count in asm.notes)
+    assert all(type(index) is int for index in notes.values())
+    return notes  # type: ignore[return-value]
+
+
+@PROPS
+@given(mutated(Policy.HARNESS))
+def test_notes_match_the_reference_checker(case: tuple[Source, list[Any], list[str]]) -> None:
+    _, chunks, _ = case
+    expected: RefNotes = {}
+    reference(chunks, Policy.HARNESS, notes=expected)
+    assert machine_notes(chunks, Policy.HARNESS) == expected
+
+
+@LIGHT
+@given(sources(Policy.HARNESS))
+def test_harness_notes_the_chunk_strict_refuses(src: Source) -> None:
+    """A stream HARNESS accepts: STRICT accepts it too and nothing is noted, or STRICT's error is noted first."""
+    notes = machine_notes(src.chunks, Policy.HARNESS)
+    strict = outcome(lambda: sf.assemble(src.chunks, policy=Policy.STRICT))
+    if strict[0] == "ok":
+        assert notes == {}
+        return
+    _, code, index = strict
+    assert notes.get(code) == index, (strict, notes)
+    assert min(notes.values()) == index, notes
+    assert machine_notes(src.chunks, Policy.STRICT) == {}
 
 
 # -- (d) every entry point agrees --------------------------------------------------------------------
@@ -1407,13 +1605,13 @@ def test_snapshots_are_consistent_with_the_final_result(src: Source, data: st.Da
         if k in points:
             snaps.append((k, asm.snapshot()))
     result = asm.close()
-    final = [b.to_wire() for b in result.blocks]
+    final = [wire_of(b) for b in result.blocks]
     assert asm.state == "FINISHED"
     for k, snap in snaps:
         assert snap.chunk_count == k + 1
         assert snap.state in ("READY", "IN_BLOCK", "USAGE", "FINISHED")
         assert (snap.state == "IN_BLOCK") == (bool(snap.open) and snap.usage is None and snap.finish is None)
-        done = [b.to_wire() for b in snap.blocks]
+        done = [wire_of(b) for b in snap.blocks]
         # Completed blocks so far: a subsequence of the final blocks (a prefix when blocks never interleave).
         it = iter(final)
         assert all(any(b == f for f in it) for b in done), (done, final)
@@ -1429,8 +1627,10 @@ def test_snapshots_are_consistent_with_the_final_result(src: Source, data: st.Da
                 if ob.name is not None:
                     assert ob.name == content.get("name")
                 assert ob.partial_arguments is None or isinstance(ob.partial_arguments, dict)
-            else:
+            elif ob.block_type in ("text", "reasoning"):
                 assert content["text"].startswith(ob.text)
+            else:  # a block that takes no deltas shows nothing but its type until its block-end
+                assert (ob.text, ob.id, ob.name, ob.arguments) == ("", None, None, "")
         if snap.usage is not None:
             assert snap.usage.to_wire() == src.usage
         if snap.finish is not None:

@@ -1,7 +1,8 @@
 """What the machine builds, field by field, against values written out here (not derived from the machine).
 
 Results are built without pydantic's validation (``construct``), so each is checked to be the model
-pydantic itself would build: every field set, nothing else in it. Tool arguments are kept parsed up to
+pydantic itself would build: every field set, nothing else in it (a finish reason may carry fields of
+its own: under HARNESS a finish of an unknown kind keeps them). Tool arguments are kept parsed up to
 16,384 characters (``ORJSON_MAX``) and not past it; the replay state is the one sent, copied; a
 snapshot shows each stage of a stream, also after a failure.
 """
@@ -20,6 +21,8 @@ import streamfsm as sf
 from .builders import (
     HARNESS,
     STRICT,
+    end_block,
+    end_image,
     end_text,
     end_tool,
     finish,
@@ -36,7 +39,9 @@ ORJSON_MAX = 16_384  # streamfsm._models.ORJSON_MAX, written out
 
 
 def models(result: sf.StreamResult) -> list[BaseModel]:
-    out: list[BaseModel] = [result, *result.blocks, *result.interrupted]
+    """The result's models (blocks of an unknown type are plain dicts, kept as they came: not models)."""
+    out: list[BaseModel] = [result]
+    out += [b for b in (*result.blocks, *result.interrupted) if isinstance(b, BaseModel)]
     out += [m for m in (result.usage, result.finish, result.finish.failure) if m is not None]
     return out
 
@@ -58,6 +63,17 @@ STREAMS: dict[str, tuple[list[dict[str, Any]], sf.Policy]] = {
          finish("error", {"message": "m", "code": "SERVER", "status": 503})],
         HARNESS,
     ),
+    "an image block, raw arguments, a block of an unknown type": (
+        [start(0, "image"), end_image(0, {"id": "att-1", "size": [1, 2]}), start(1, "tool-call"),
+         tool_delta(1, "c", "not", name="f"), tool_delta(1, "c", " json"), end_tool(1, "c", "f", "not json"),
+         start(2, "video"), end_block(2, {"type": "video", "frames": [{"t": None}]}),
+         start(3, "tool-call"), end_tool(3, "d", "g", "[]"), start(4, "image"), finish("max-tokens")],
+        HARNESS,
+    ),
+    "an image block under STRICT": (
+        [start(0, "image"), end_image(0, {"id": "att-1"}), start(1, "image"), usage(), finish("max-tokens")],
+        STRICT,
+    ),
 }  # fmt: skip
 
 
@@ -75,17 +91,34 @@ def test_results_are_the_models_pydantic_would_build(
 ) -> None:
     result = assembled(chunks, policy, fast=fast)
     for call in result.tool_calls:
-        assert "parsed_arguments" in vars(call)  # kept from the check, not parsed again
-        assert call.parsed_arguments == orjson.loads(call.arguments)
+        try:
+            parsed = orjson.loads(call.arguments)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            assert "parsed_arguments" in vars(call)  # kept from the check, not parsed again
+            assert call.parsed_arguments == parsed
+        else:  # raw arguments (HARNESS): nothing parsed to keep; asking for them says why
+            assert "parsed_arguments" not in vars(call)
+            with pytest.raises(ValueError, match="not a JSON object"):
+                _ = call.parsed_arguments
     for model in models(result):
         cls = type(model)
         fields = set(cls.model_fields)
         assert model.model_fields_set == fields, cls
         assert set(vars(model)) - {"parsed_arguments"} == fields, cls  # nothing stray in the instance
-        assert model.__pydantic_extra__ is None and model.__pydantic_private__ is None
+        # A finish reason takes fields of its own (an unknown kind keeps them); none came here.
+        assert model.__pydantic_extra__ == ({} if cls is sf.FinishReason else None), cls
+        assert model.__pydantic_private__ is None
         again = cls.model_validate(model.model_dump())
         assert again == model and again.model_fields_set == fields
         assert model.model_dump(exclude_unset=True) == model.model_dump()
+    for block in result.blocks:
+        if not isinstance(block, BaseModel):  # a block of an unknown type: the plain dict that came
+            assert type(block) is dict and block["type"] not in ("text", "reasoning", "tool-call", "image")
+    for block in result.interrupted:
+        if not isinstance(block, BaseModel):  # a block that takes no deltas, cut off: nothing came but its type
+            assert type(block) is dict and block.keys() == {"type"} and block["type"] not in ("text", "reasoning")
 
 
 @pytest.mark.parametrize(
@@ -136,11 +169,40 @@ def test_a_snapshot_at_every_stage() -> None:
     snap = asm.snapshot()
     assert (snap.state, snap.chunk_count, snap.open) == ("USAGE", 8, [])
     assert snap.usage == sf.Usage(input_tokens=7, output_tokens=8) and snap.finish is None
-    assert [b.type for b in snap.blocks] == ["text", "tool-call"]
+    assert [b.type for b in snap.blocks] == ["text", "tool-call"]  # type: ignore[union-attr]
     asm.feed(finish("stop"))
     snap = asm.snapshot()
     assert (snap.state, snap.usage, snap.finish) == ("FINISHED", sf.Usage(input_tokens=7, output_tokens=8),
                                                     sf.FinishReason(kind="stop"))  # fmt: skip
+
+
+def test_a_finish_of_an_unknown_kind_is_the_model_pydantic_would_build() -> None:
+    reason = {"kind": "paused", "resumeAt": 3, "why": {"a": [1, None]}}
+    for fast in (True, False):
+        result = assembled([usage(), {"type": "finish", "reason": copy.deepcopy(reason)}], HARNESS, fast=fast)
+        finish = result.finish
+        assert type(finish) is sf.FinishReason
+        assert finish == sf.FinishReason.model_validate(reason)
+        assert (finish.kind, finish.failure, finish.model_extra) == (
+            "paused",
+            None,
+            {"resumeAt": 3, "why": {"a": [1, None]}},
+        )
+        assert finish.to_wire() == reason
+        assert sf.FinishReason.model_validate(finish.to_wire()) == finish
+
+
+def test_a_block_of_an_unknown_type_is_a_copy_of_what_came() -> None:
+    block: dict[str, Any] = {"type": "video", "frames": [{"t": 0}], "meta": {"codec": "av1"}}
+    chunks = [start(0, "video"), end_block(0, block), usage(), finish("stop")]
+    for fast in (True, False):
+        result = assembled(chunks, HARNESS, fast=fast)
+        (kept,) = result.blocks
+        assert isinstance(kept, dict)
+        assert kept == block and kept is not block and kept["frames"] is not block["frames"]
+        block["frames"].append({"t": 1})  # the caller's chunk, changed afterwards: the result is not
+        assert kept["frames"] == [{"t": 0}]
+        block["frames"].pop()
 
 
 def test_a_snapshot_of_a_tool_call_with_no_id_yet() -> None:

@@ -1,7 +1,9 @@
 """SPEC §2, rule by rule: streams that keep a rule are assembled, streams that break it are rejected.
 
 Every case is data: a stream of chunk dicts (SPEC §1) and what the contract says must come of it,
-under ``Policy.STRICT`` and ``Policy.HARNESS`` alike unless the case says otherwise (SPEC §4).
+under ``Policy.STRICT`` and ``Policy.HARNESS`` alike unless the case says otherwise (SPEC §4: HARNESS
+does not hold rule 3's no-interleaving, rule 5's one-block-per-id and JSON-object arguments, rule 6's
+required usage, nor rule 8; what it accepts of those it keeps, and notes what STRICT would have refused).
 The exhaustive table of codes and their precedence lives in ``test_codes.py``; this module is about
 the rules themselves and about what an accepted stream assembles to (SPEC §5).
 """
@@ -27,7 +29,9 @@ from .builders import (
     Chunk,
     U,
     accept,
+    accept_noted,
     aiter_chunks,
+    end_image,
     end_reasoning,
     end_text,
     end_tool,
@@ -197,6 +201,14 @@ VALID = [
         [{"type": "text", "text": "naïve 😀 教程"}],
         id="non-ASCII text",
     ),
+    pytest.param(
+        [*text_block(0, "a cat:"), start(1, "image"), end_image(1, {"id": "att-1", "mediaType": "image/png"}), U, STOP],
+        [
+            {"type": "text", "text": "a cat:"},
+            {"type": "image", "attachment": {"id": "att-1", "mediaType": "image/png"}},
+        ],
+        id="§1: an image block (no deltas) keeps its attachment",
+    ),
 ]
 
 
@@ -239,7 +251,7 @@ def test_text_and_reasoning_join_their_blocks_in_index_order() -> None:
     result = accept(chunks)
     assert result.text == "Hello, world"
     assert result.reasoning == "first second"
-    assert [b.type for b in result.blocks] == ["reasoning", "text", "tool-call", "reasoning", "text"]
+    assert [b.type for b in result.blocks] == ["reasoning", "text", "tool-call", "reasoning", "text"]  # type: ignore[union-attr]
 
 
 def test_text_and_reasoning_are_empty_without_blocks() -> None:
@@ -510,7 +522,7 @@ def test_cut_off_finish_reports_open_blocks_as_interrupted(
         result = accept(chunks, policy)
         assert [attrs(b, e) for b, e in zip(result.interrupted, interrupted, strict=False)] == interrupted
         assert len(result.interrupted) == len(interrupted)
-        assert [b.type for b in result.blocks] == completed
+        assert [b.type for b in result.blocks] == completed  # type: ignore[union-attr]
         assert [b["type"] for b in result.to_wire()["blocks"]] == completed
         assert len(result.tool_calls) == completed.count("tool-call")
 
@@ -643,28 +655,28 @@ BROKEN = [
         id="5: a name first given on a later delta, then changed",
     ),
     pytest.param(
-        BOTH,
+        (STRICT,),
         [*tool_block(0, "c1", "f", "{}"), start(1, "tool-call"), tool_delta(1, "c1", "{}")],
         ErrorCode.TOOL_CALL_CONFLICT,
-        id="5: an id reused by a later block's delta",
+        id="5: STRICT: an id reused by a later block's delta",
     ),
     pytest.param(
-        BOTH,
+        (STRICT,),
         [*tool_block(0, "c1", "f", "{}"), start(1, "tool-call"), end_tool(1, "c1", "f", "{}")],
         ErrorCode.TOOL_CALL_CONFLICT,
-        id="5: an id reused by a later block with no deltas",
+        id="5: STRICT: an id reused by a later block with no deltas",
     ),
     pytest.param(
-        BOTH,
+        (STRICT,),
         [start(0, "tool-call"), end_tool(0, "c1", "f", "{}"), start(1, "tool-call"), tool_delta(1, "c1", "{}")],
         ErrorCode.TOOL_CALL_CONFLICT,
-        id="5: an id of a no-delta block reused by a later block's delta",
+        id="5: STRICT: an id of a no-delta block reused by a later block's delta",
     ),
     pytest.param(
-        BOTH,
+        (STRICT,),
         [*tool_block(0, "c1", "f", "[1]")],
         ErrorCode.TOOL_ARGUMENTS_INVALID,
-        id="5: arguments that are not an object",
+        id="5: STRICT: arguments that are not an object",
     ),
     # 6. usage before finish
     pytest.param(BOTH, [U, U], ErrorCode.USAGE_DUPLICATE, id="6: two usages"),
@@ -697,12 +709,17 @@ BROKEN = [
     pytest.param(BOTH, [], ErrorCode.STREAM_TRUNCATED, id="7: no chunks at all"),
     pytest.param(BOTH, SEED_CHUNKS[:-1], ErrorCode.STREAM_TRUNCATED, id="7: the seed without its finish"),
     # 8. finish reason
-    pytest.param(BOTH, [U, finish("tool-calls")], ErrorCode.FINISH_REASON_MISMATCH, id="8: tool-calls with no blocks"),
     pytest.param(
-        BOTH,
+        (STRICT,),
+        [U, finish("tool-calls")],
+        ErrorCode.FINISH_REASON_MISMATCH,
+        id="8: STRICT: tool-calls with no blocks",
+    ),
+    pytest.param(
+        (STRICT,),
         [*text_block(0, "a"), U, finish("tool-calls")],
         ErrorCode.FINISH_REASON_MISMATCH,
-        id="8: tool-calls with only a text block",
+        id="8: STRICT: tool-calls with only a text block",
     ),
 ]
 
@@ -714,6 +731,61 @@ def test_broken_rule_is_rejected(policies: tuple[Policy, ...], chunks: list[Chun
         assert err.code == code, f"{policy}: {err}"
 
 
+#: SPEC §4: the STRICT-only cases of rules 5 and 8 above, each stream completed. (stream, the position STRICT
+#: refuses it at, its code there, the ``blocks`` of HARNESS's ``to_wire()``.)
+KEPT_BY_HARNESS = [
+    pytest.param(
+        [*tool_block(0, "c1", "f", "{}"), start(1, "tool-call"), tool_delta(1, "c1", '{"a":1}'),
+         end_tool(1, "c1", "f", '{"a":1}'), U, finish("tool-calls")],
+        4, ErrorCode.TOOL_CALL_CONFLICT,
+        [{"type": "tool-call", "id": "c1", "name": "f", "arguments": "{}"},
+         {"type": "tool-call", "id": "c1", "name": "f", "arguments": '{"a":1}'}],
+        id="5: an id reused by a later block's delta",
+    ),
+    pytest.param(
+        [*tool_block(0, "c1", "f", "{}"), start(1, "tool-call"), end_tool(1, "c1", "g", "{}"), U, finish("tool-calls")],
+        4, ErrorCode.TOOL_CALL_CONFLICT,
+        [{"type": "tool-call", "id": "c1", "name": "f", "arguments": "{}"},
+         {"type": "tool-call", "id": "c1", "name": "g", "arguments": "{}"}],
+        id="5: an id reused by a later block with no deltas",
+    ),
+    pytest.param(
+        [start(0, "tool-call"), end_tool(0, "c1", "f", "{}"), start(1, "tool-call"), tool_delta(1, "c1", "{}"),
+         end_tool(1, "c1", "f", "{}"), U, STOP],
+        3, ErrorCode.TOOL_CALL_CONFLICT,
+        [{"type": "tool-call", "id": "c1", "name": "f", "arguments": "{}"}] * 2,
+        id="5: an id of a no-delta block reused by a later block's delta",
+    ),
+    pytest.param(
+        [*tool_block(0, "c1", "f", "[1]"), U, finish("tool-calls")],
+        2, ErrorCode.TOOL_ARGUMENTS_INVALID,
+        [{"type": "tool-call", "id": "c1", "name": "f", "arguments": "[1]"}],
+        id="5: arguments that are not an object, kept raw",
+    ),
+    pytest.param([U, finish("tool-calls")], 1, ErrorCode.FINISH_REASON_MISMATCH, [], id="8: tool-calls with no blocks"),
+    pytest.param(
+        [*text_block(0, "a"), U, finish("tool-calls")],
+        4, ErrorCode.FINISH_REASON_MISMATCH,
+        [{"type": "text", "text": "a"}],
+        id="8: tool-calls with only a text block",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("chunks", "position", "code", "blocks"), KEPT_BY_HARNESS)
+def test_harness_keeps_what_strict_refuses_and_notes_it(
+    chunks: list[Chunk], position: int, code: ErrorCode, blocks: list[Chunk]
+) -> None:
+    err = reject(chunks[: position + 1], STRICT, check_index=True)
+    assert err.code == code
+    result, notes = accept_noted(chunks, HARNESS)
+    assert result.to_wire()["blocks"] == blocks
+    assert result.finish.kind == chunks[-1]["reason"]["kind"]
+    # The first chunk STRICT refuses is the note's: its code, at its position (nothing before it is noted).
+    assert notes[0][:2] == (code, position), notes
+    assert all(index is not None and index >= position for _, index, _ in notes)
+
+
 # -- rule 5: tool arguments are a JSON object (RFC 8259) ----------------------------------------
 
 VALID_ARGUMENTS = [
@@ -721,7 +793,7 @@ VALID_ARGUMENTS = [
     '{"a": 1}',
     ' \n\t{"a": [true, false, null]}\r\n ',
     '{"big": 123456789012345678901234567890}',
-    '{"huge": 1e400}',
+    '{"near the top of a double": 1.7e308}',
     '{"neg": -0.5e-3, "s": "\\u00e9\\n\\"", "e": ""}',
     '{"pair": "\\ud83d\\ude00"}',
     '{"a": {"b": {"c": {}}}}',
@@ -753,6 +825,7 @@ INVALID_ARGUMENTS = [
     '{"a": "\x01"}',
     '{"a": undefined}',
     "// comment\n{}",
+    '{"huge": 1e400}',  # a number no double holds is refused, never read as infinity (README, "Tool arguments")
 ]
 
 
@@ -783,14 +856,34 @@ def test_arguments_with_an_unpaired_surrogate_escape_are_json(policy: Policy) ->
         assert call.parsed_arguments.keys() == {"lone"}
 
 
-@pytest.mark.parametrize("policy", BOTH)
 @pytest.mark.parametrize("arguments", INVALID_ARGUMENTS)
-def test_arguments_that_are_not_a_json_object(arguments: str, policy: Policy) -> None:
+def test_arguments_that_are_not_a_json_object(arguments: str) -> None:
     with_deltas = tool_block(0, "c1", "f", *(arguments or [""]))
     without = [start(0, "tool-call"), end_tool(0, "c1", "f", arguments)]
     for blocks in (with_deltas, without):
-        err = reject(blocks, policy, check_index=True)
+        err = reject(blocks, STRICT, check_index=True)
         assert err.code == ErrorCode.TOOL_ARGUMENTS_INVALID
+
+
+@pytest.mark.parametrize(
+    ("policy", "raw_arguments"),
+    [(HARNESS, False), (HARNESS, True), (STRICT, True)],
+    ids=["harness", "harness, raw", "strict, raw"],
+)
+@pytest.mark.parametrize("arguments", INVALID_ARGUMENTS)
+def test_arguments_that_are_not_a_json_object_are_kept_raw(arguments: str, policy: Policy, raw_arguments: bool) -> None:
+    """SPEC §4 (and ``raw_arguments=True`` under STRICT): kept as they came; ``parsed_arguments`` says why not."""
+    with_deltas = tool_block(0, "c1", "f", *(arguments or [""]))
+    without = [start(0, "tool-call"), end_tool(0, "c1", "f", arguments)]
+    for blocks in (with_deltas, without):
+        result, notes = accept_noted([*blocks, U, finish("tool-calls")], policy, raw_arguments=raw_arguments)
+        (call,) = result.tool_calls
+        assert (call.id, call.name, call.arguments) == ("c1", "f", arguments)
+        assert result.to_wire()["blocks"] == [{"type": "tool-call", "id": "c1", "name": "f", "arguments": arguments}]
+        with pytest.raises(ValueError, match="not a JSON object") as info:
+            _ = call.parsed_arguments
+        assert "'c1'" in str(info.value)
+        assert notes == [(ErrorCode.TOOL_ARGUMENTS_INVALID, len(blocks) - 1, 1)]
 
 
 # -- rule 6: usage is optional before error and aborted ----------------------------------------

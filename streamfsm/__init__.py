@@ -26,19 +26,7 @@ from ._adapter import (
     UserMessage,
     attribution_headers,
 )
-from ._agent import (
-    AgentLimits,
-    AgentLoop,
-    AgentRun,
-    Hooks,
-    RetryPolicy,
-    StreamMetrics,
-    Tool,
-    ToolError,
-    tool,
-    tool_signal,
-)
-from ._anthropic import AnthropicAdapter, AnthropicConverter, from_anthropic_events
+from ._agent import AgentLoop, AgentRun
 from ._api import (
     aassemble,
     assemble,
@@ -77,7 +65,15 @@ from ._models import (
     ToolCallBlock,
     Usage,
 )
-from ._openai import OpenAICompatibleAdapter, OpenAIConverter, from_openai_chunks
+from ._observe import Hooks, StreamMetrics
+from ._providers import (
+    AnthropicAdapter,
+    AnthropicConverter,
+    OpenAICompatibleAdapter,
+    OpenAIConverter,
+    from_anthropic_events,
+    from_openai_chunks,
+)
 from ._recordings import (
     FORMATS,
     RecordedStream,
@@ -89,7 +85,9 @@ from ._recordings import (
     read_recordings,
     read_session,
 )
+from ._retry import AgentLimits, RetryPolicy
 from ._shape import InvalidLine
+from ._tools import Tool, ToolError, tool, tool_signal
 from ._wire import (
     BlockEnd,
     BlockStart,

@@ -9,16 +9,18 @@ from functools import cached_property
 from typing import Any, Literal, NoReturn
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 from pydantic_core import from_json
 
+from ._shape import copy_json
 from ._wire import CallId
 
 __all__ = [
     "Block",
     "FinishReason",
     "ImageBlock",
+    "KeptBlock",
     "LlmFailure",
     "OpenBlock",
     "ReasoningBlock",
@@ -27,6 +29,7 @@ __all__ = [
     "TextBlock",
     "ToolCallBlock",
     "Usage",
+    "kept_blocks",
 ]
 
 
@@ -251,14 +254,74 @@ class FinishReason(WireModel):
     """How a stream ended: ``kind``, and for ``error``/``aborted`` the ``failure``.
 
     ``kind`` is one of :data:`FinishKind` (``stop``, ``tool-calls``, ``max-tokens``, ``error``, ``aborted``),
-    or under ``Policy.HARNESS`` a kind the protocol does not know, kept as it came with its other fields
-    (``model_extra``; :meth:`to_wire` gives them back).
+    or under ``Policy.HARNESS`` a kind the protocol does not know, kept as it came: its other fields in
+    ``model_extra`` (a ``failure`` that is an :class:`LlmFailure` as ``failure``), and :meth:`to_wire` gives
+    back the reason exactly as it came.
     """
 
     model_config = ConfigDict(extra="allow")
 
     kind: str
     failure: LlmFailure | None = None
+    #: The reason as it came, for a kind the protocol does not know (what :meth:`to_wire` gives back).
+    _raw: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def kept_as_it_came(cls, reason: dict[str, Any]) -> FinishReason:
+        """A finish reason of a kind the protocol does not know: typed where it can be, and its wire form kept."""
+        failure: LlmFailure | None = None
+        if "failure" in reason:
+            try:
+                failure = LlmFailure.model_validate(reason["failure"])
+            except ValueError:  # not a failure the protocol knows: it stays in the wire form only
+                failure = None
+        extra = {key: value for key, value in reason.items() if key not in ("kind", "failure")}
+        made = cls.model_validate({**extra, "kind": reason["kind"], "failure": failure})
+        made._raw = reason
+        return made
+
+    def to_wire(self) -> dict[str, Any]:
+        """The camelCase dict of the wire format; a reason of an unknown kind exactly as it came (a copy)."""
+        if self._raw is not None:
+            return dict(copy_json(self._raw))
+        return super().to_wire()
+
+
+class KeptBlock(WireModel):
+    """A provider item the block protocol has no word for, kept verbatim for replay (see :attr:`StreamResult.kept`).
+
+    A server-tool call or its result, an MCP call, a compaction, a fallback notice, redacted reasoning, the
+    citations of a text block, a content part of a type the protocol does not know: whatever a converter kept
+    in the finish's ``replayState["kept"]``, in the order the provider sent it.
+    """
+
+    #: The provider's name for it (``server_tool_use``, ``web_search_tool_result``, ``compaction``, ...).
+    type: str
+    #: Where it came: how many protocol blocks of the turn came before it. ``citations`` belong to block ``at``.
+    at: int = Field(ge=0)
+    #: The item as the provider sent it, assembled from its start and its deltas (JSON data).
+    data: dict[str, Any]
+
+
+def kept_blocks(replay_state: object) -> list[KeptBlock]:
+    """The provider items a turn's ``replayState`` keeps for replay, in order (``[]`` when there are none).
+
+    Reads ``replay_state["kept"]``, a list of ``{"type": str, "at": int, "data": {...}}``; an entry not of that
+    form is passed over.
+    """
+    if not isinstance(replay_state, dict):
+        return []
+    kept = replay_state.get("kept")
+    if not isinstance(kept, list):
+        return []
+    out = []
+    for item in kept:
+        if not isinstance(item, dict):
+            continue
+        kind, at, data = item.get("type"), item.get("at"), item.get("data")
+        if isinstance(kind, str) and type(at) is int and at >= 0 and isinstance(data, dict):
+            out.append(KeptBlock(type=kind, at=at, data=data))
+    return out
 
 
 class StreamResult(WireModel):
@@ -285,13 +348,22 @@ class StreamResult(WireModel):
         """The completed tool calls, in index order."""
         return [b for b in self.blocks if isinstance(b, ToolCallBlock)]
 
+    @property
+    def kept(self) -> list[KeptBlock]:
+        """What the provider sent that the block protocol has no word for, kept for replay, in order.
+
+        Server-tool calls and results, MCP blocks, compaction, citations, redacted reasoning, ...: read from
+        ``replay_state["kept"]`` (:func:`kept_blocks`); ``[]`` when the turn kept nothing.
+        """
+        return kept_blocks(self.replay_state)
+
     def to_wire(self) -> dict[str, Any]:
         """``{"blocks": [...], "usage": {...} | None, "finish": {...}}`` in camelCase (SPEC §5).
 
         ``interrupted`` and ``replay_state`` are attributes of the result, not part of this dict.
         """
         return {
-            "blocks": [b if isinstance(b, dict) else b.to_wire() for b in self.blocks],
+            "blocks": [copy_json(b) if isinstance(b, dict) else b.to_wire() for b in self.blocks],
             "usage": self.usage.to_wire() if self.usage is not None else None,
             "finish": self.finish.to_wire(),
         }

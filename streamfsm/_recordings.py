@@ -34,16 +34,18 @@ from typing import IO, Any, Final, TypeAlias
 
 import orjson
 
-from ._convert import event_object
 from ._errors import ErrorCode, LlmError
 from ._shape import MAX_INT, InvalidLine
 
 __all__ = [
     "FORMATS",
+    "MAX_LINE_BYTES",
     "ROW_TYPES",
+    "LineTooLong",
     "RecordedStream",
     "RecordingSource",
     "UnknownFormat",
+    "bounded_lines",
     "detect_format",
     "iter_lines",
     "open_recordings",
@@ -151,17 +153,80 @@ def _raw_lines(source: RecordingSource) -> Iterator[bytes]:
     """The LF-ended lines of ``source`` as bytes, the BOM at its start removed (the one rule, above)."""
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as handle:
-            yield from _without_bom(handle)
+            yield from _without_bom(bounded_lines(handle))
         return
     if isinstance(source, (bytes, bytearray, memoryview)):
-        yield from _without_bom(io.BytesIO(bytes(source)))
+        yield from _without_bom(bounded_lines(io.BytesIO(bytes(source))))
         return
     if isinstance(source, io.TextIOBase) or (
         hasattr(source, "read") and isinstance(getattr(source, "encoding", None), str)
     ):
-        yield from _without_bom(line.encode("utf-8", "surrogatepass") for line in source)  # type: ignore[union-attr]
+        yield from _without_bom(line.encode("utf-8", "surrogatepass") for line in bounded_lines(source))
         return
-    yield from _without_bom(source)
+    yield from _without_bom(bounded_lines(source))
+
+
+# -- the bound on a line (a helper of its own: a device or a line with no end must not grow without bound) --
+
+#: The longest line a recording may hold, its LF included: twice ``Limits().max_block_bytes`` (64 MiB), room
+#: for the ``block-end`` of a block at the default limit with its text JSON-escaped. Counted in bytes
+#: (characters for a text file object).
+MAX_LINE_BYTES: Final = 128 * 1024 * 1024
+#: How much of a binary file is asked for at a time (``read1``: what is there, as it comes).
+_BLOCK_BYTES: Final = 64 * 1024
+
+
+class LineTooLong(ValueError):
+    """A line of a recording longer than :data:`MAX_LINE_BYTES` (``/dev/zero``, or a file with no line ends)."""
+
+
+def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[Any]:
+    """The lines of a file object, as iterating it gives them, holding at most ``limit`` for one line.
+
+    A longer line raises :class:`LineTooLong` (its 1-based number and the bound in the message) before more
+    is read. A binary file is read a block at a time (``read1``, else ``read``) and the complete lines of each
+    block are split in C, as iterating the file would (as fast, where ``readline(limit)`` a line at a time
+    costs about 3x as much); a text file, whose newline mode says where its lines end, with
+    ``readline(limit + 1)``. An object with neither is iterated as it is (an iterable of lines).
+    """
+    if isinstance(handle, io.TextIOBase) or isinstance(getattr(handle, "encoding", None), str):
+        number = 0
+        while line := handle.readline(limit + 1):
+            number += 1
+            if len(line) > limit:
+                raise _too_long(number, limit)
+            yield line
+        return
+    read = getattr(handle, "read1", None) or getattr(handle, "read", None)
+    if read is None:
+        yield from handle
+        return
+    size = min(_BLOCK_BYTES, limit)  # a line within one block is within the bound
+    start: list[bytes] = []  # the start of a line whose end has not come yet
+    held = number = 0  # its length; the lines ended so far
+    while block := read(size):
+        end = block.rfind(b"\n")
+        if end < 0 or start:
+            first = block.find(b"\n")
+            if held + (first + 1 if first >= 0 else len(block)) > limit:
+                raise _too_long(number + 1, limit)
+            if end < 0:
+                start.append(block)
+                held += len(block)
+                continue
+            start.append(block)
+            end += held
+            block = b"".join(start)
+        start, held = ([block[end + 1 :]], len(block) - end - 1) if end + 1 < len(block) else ([], 0)
+        number += block.count(b"\n", 0, end + 1)
+        yield from io.BytesIO(block[: end + 1])
+    if start:
+        yield b"".join(start)
+
+
+def _too_long(number: int, limit: int) -> LineTooLong:
+    bound = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
+    return LineTooLong(f"line {number} is longer than {bound} (a line with no end?)")
 
 
 def _without_bom(lines: Iterable[Any], bom: Any = _BOM) -> Iterator[Any]:
@@ -174,12 +239,24 @@ def _without_bom(lines: Iterable[Any], bom: Any = _BOM) -> Iterator[Any]:
     yield from iterator
 
 
+def _without_any_bom(lines: Iterator[Any]) -> Iterator[Any]:
+    """An iterable of lines, bytes or str, with the byte order mark removed from the start of the first."""
+    first = next(lines, None)
+    if first is None:
+        return
+    bom = "\ufeff" if isinstance(first, str) else _BOM
+    if isinstance(first, (bytes, bytearray, str)) and first.startswith(bom):  # type: ignore[arg-type]
+        first = first[len(bom) :]
+    yield first
+    yield from lines
+
+
 def iter_lines(source: object) -> Iterator[bytes | str]:
     """The lines of a JSON-lines ``source`` for the machine: a bytes or str blob, a file, or an iterable of lines.
 
     Here a ``str`` is the text itself (``sf.assemble_jsonl`` takes content), split at LF only:
     ``str.splitlines`` would also split inside JSON strings at U+2028 and friends. The BOM rule holds for
-    blobs and files; an iterable of lines is taken as it is.
+    every source: blobs, files, and the first of an iterable of lines.
     """
     if isinstance(source, str):
         return _without_bom(source.split("\n"), "\ufeff")
@@ -187,7 +264,7 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
         return _without_bom(io.BytesIO(bytes(source)))
     if isinstance(source, (io.IOBase, io.TextIOBase)):
         return _without_bom(source, "\ufeff" if isinstance(source, io.TextIOBase) else _BOM)
-    return iter(source)  # type: ignore[call-overload, no-any-return]
+    return _without_any_bom(iter(source))  # type: ignore[call-overload]
 
 
 def _numbered(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -558,6 +635,8 @@ def _provider_events(
     records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool
 ) -> Iterator[Mapping[str, Any]]:
     """Parsed provider events, with ``where`` following them; the end markers enforced as the adapters do."""
+    from ._providers.convert import event_object  # here: the provider layer imports the core, which imports this
+
     who = "OpenAI" if fmt == "openai-sse" else "Anthropic"
     for line, text in records:
         where.line, where.text = line, text
@@ -582,10 +661,10 @@ def _read_provider(lines: _Lines, path: str, fmt: str) -> RecordedStream:
     required, an event that is not a JSON object is ``MALFORMED_RESPONSE``), except that the last event
     needs no blank line after it: a file often ends without one.
     """
-    from . import _anthropic, _openai
+    from ._providers import from_anthropic_events, from_openai_chunks
 
     convert: Callable[[Iterable[Any]], Iterator[Any]] = (
-        _openai.from_openai_chunks if fmt == "openai-sse" else _anthropic.from_anthropic_events
+        from_openai_chunks if fmt == "openai-sse" else from_anthropic_events
     )
     sse = not lines.first_content().startswith(b"{")
     records = _sse_records(lines) if sse else _json_records(lines)

@@ -209,6 +209,8 @@ def test_http_failures(
         (SSE(openai_events(TOOL_CALL[:10])), E.STREAM_CLOSED, "without a finish_reason"),
         (Reply(200, {"id": "not a stream"}), E.MALFORMED_RESPONSE, "text/event-stream"),
         (SSE(['data: {"error": {"message": "upstream overloaded", "type": "server_error"}}']), E.SERVER, "overloaded"),
+        # A proxy's in-stream error: its code is its HTTP status (no word of the message says server).
+        (SSE(['data: {"error": {"message": "KeyError: x", "type": null, "code": "500"}}']), E.SERVER, "KeyError"),
     ],
 )
 def test_broken_streams(server: SSEServer, response: SSE | Reply, code: sf.ErrorCode, words: str) -> None:
@@ -220,7 +222,7 @@ def test_broken_streams(server: SSEServer, response: SSE | Reply, code: sf.Error
 def test_an_http_date_without_a_zone_is_utc(monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
 
-    from streamfsm._http import retry_after_ms
+    from streamfsm._providers.classify import retry_after_ms
 
     when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=60)
     utc = email.utils.format_datetime(when, usegmt=True)
@@ -385,7 +387,7 @@ def test_abort_while_the_consumer_is_busy_closes_the_response(server: SSEServer)
 
 def test_aborting_after_the_event_loop_closed_does_not_raise() -> None:
     # A stream whose generator was never closed keeps its listener; abort() must not fail in the caller.
-    from streamfsm._http import _Guard
+    from streamfsm._providers.http import _Guard
 
     controller = sf.AbortController()
 
@@ -497,6 +499,10 @@ def test_anthropic_sends_thinking_back_with_its_signature(server: SSEServer) -> 
             E.SERVER,
         ),
         (Reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}), E.SERVER),
+        (
+            SSE(anthropic_events([ANTHROPIC_TOOL[0], {"type": "error", "error": {"message": "down", "status": 503}}])),
+            E.SERVER,  # its status, not its (absent) type
+        ),
         (
             Reply(
                 400,

@@ -1,4 +1,4 @@
-"""Content codings undone a step at a time (streamfsm/_body.py): gzip, deflate (wrapped or raw), chains, bounds."""
+"""Content codings undone a step at a time (streamfsm/_providers/body.py): gzip, deflate (wrapped or raw), chains."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm._body import STEP, BodyDecoder
+from streamfsm._providers.body import STEP, BodyDecoder
 
 E = sf.ErrorCode
 TEXT = b"data: " + bytes(range(32, 127)) * 2000 + b"\n\n"

@@ -15,9 +15,9 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm._http import read_sse
+from streamfsm._providers.http import read_sse
 
-from .conftest import PROVIDER_STREAMS
+from .conftest import MORE_PROVIDER_STREAMS, PROVIDER_STREAMS
 
 E = sf.ErrorCode
 OPENAI = PROVIDER_STREAMS / "openai-chat"
@@ -445,11 +445,13 @@ THINKING = [
 
 def test_anthropic_thinking_signatures_go_to_replay_state() -> None:
     result = sf.assemble(sf.from_anthropic_events([MESSAGE_START, {"type": "ping"}, *THINKING, *a_finish("tool_use")]))
-    assert [b.type for b in result.blocks] == ["reasoning", "reasoning", "tool-call"]
+    # Redacted thinking has no text the protocol could carry: it is kept for replay, between the two blocks.
+    assert [b.type for b in result.blocks] == ["reasoning", "tool-call"]
     assert result.reasoning == "hmm" and result.tool_calls[0].arguments == "{}"
     assert result.replay_state == {
         "response": {"id": "msg_1", "model": "claude", "stopReason": "tool_use"},
-        "blocks": [{"signature": "sig=="}, {"redactedData": "opaque"}, None],
+        "blocks": [{"signature": "sig=="}, None],
+        "kept": [{"type": "redacted_thinking", "at": 1, "data": {"type": "redacted_thinking", "data": "opaque"}}],
     }
     assert result.usage == sf.Usage(input_tokens=20, output_tokens=30, cache_read_tokens=8)
 
@@ -489,9 +491,9 @@ def test_anthropic_stop_reasons(reason: str, kind: str, code: str | None) -> Non
         ),
         ([MESSAGE_START, *a_finish("end_turn")], E.EMPTY_RESPONSE, "without any content"),
         (
-            [MESSAGE_START, a_start(0, {"type": "server_tool_use", "id": "s", "name": "web_search"})],
+            [MESSAGE_START, a_start(0, {"type": ["text"], "text": ""})],
             E.MALFORMED_RESPONSE,
-            "cannot be converted",
+            "with a string 'type'",
         ),
         ([MESSAGE_START, a_delta(3, {"type": "text_delta", "text": "x"})], E.MALFORMED_RESPONSE, "did not start"),
         (
@@ -524,6 +526,76 @@ def test_anthropic_failures_are_coded(events: list[dict[str, Any]], code: sf.Err
     with pytest.raises(sf.LlmError) as caught:
         list(sf.from_anthropic_events(events))
     assert caught.value.code == code and words in caught.value.message
+
+
+# --- Errors sent inside the stream: a status first, then words ----------------------------------------
+
+# What a real OpenAI-compatible proxy sent: no type, the status as a string code, and a traceback in the message.
+PROXY_500 = {"message": "Traceback (most recent call last): KeyError: 'choices'", "type": None, "code": "500"}
+
+STREAM_STATUSES = [
+    pytest.param(PROXY_500, E.SERVER, 500, id="code '500', no word of it in the message"),
+    pytest.param({"message": "slow down", "code": 429}, E.RATE_LIMIT, 429, id="code 429 as a number"),
+    pytest.param({"message": "who are you", "code": "401"}, E.AUTH, 401, id="code '401'"),
+    pytest.param({"message": "down", "type": None, "status": 503}, E.SERVER, 503, id="status 503, no code"),
+    pytest.param({"message": "down", "code": "bad_gateway", "status": " 502 "}, E.SERVER, 502, id="status ' 502 '"),
+    pytest.param(
+        {"message": "the server could not parse the request", "code": "400"},
+        E.INVALID_REQUEST,
+        400,
+        id="code '400' before the word server",
+    ),
+    pytest.param(
+        {"message": "an internal server error", "type": "rate_limit_error", "code": 404},
+        E.PROVIDER_HTTP_ERROR,
+        404,
+        id="code 404 before the type's words",
+    ),
+    pytest.param(
+        {"message": "This model's maximum context length is 8192 tokens", "code": 400},
+        E.CONTEXT_WINDOW_EXCEEDED,
+        400,
+        id="a context overflow with status 400, as over HTTP",
+    ),
+    pytest.param({"message": "Insufficient balance", "code": "429"}, E.QUOTA, 429, id="a quota with status 429"),
+    # Not a status: the words decide, as before.
+    pytest.param({"message": "upstream server died", "code": 600}, E.SERVER, None, id="600 is no status"),
+    pytest.param({"message": "upstream server died", "code": 99}, E.SERVER, None, id="99 is no status"),
+    pytest.param({"message": "upstream server died", "code": "0500"}, E.SERVER, None, id="'0500' is no status"),
+    pytest.param({"message": "upstream server died", "code": "5e2"}, E.SERVER, None, id="'5e2' is no status"),
+    pytest.param({"message": "upstream server died", "code": 500.0}, E.SERVER, None, id="500.0 is no status"),
+    pytest.param({"message": "upstream server died", "code": True}, E.SERVER, None, id="true is no status"),
+    pytest.param({"message": "no words known", "code": "1500"}, E.PROVIDER_HTTP_ERROR, None, id="'1500' no status"),
+]
+
+
+@pytest.mark.parametrize(("error", "code", "status"), STREAM_STATUSES)
+def test_openai_an_error_in_the_stream_is_classed_by_its_status_first(
+    error: dict[str, Any], code: sf.ErrorCode, status: int | None
+) -> None:
+    events = [chunk({"content": "partial"}), {"error": error}]
+    with pytest.raises(sf.LlmError) as caught:
+        list(sf.from_openai_chunks(events))
+    assert (caught.value.code, caught.value.status) == (code, status)
+    assert caught.value.failure.status == status
+    assert error["message"] in caught.value.message
+
+
+@pytest.mark.parametrize(("error", "code", "status"), STREAM_STATUSES)
+def test_anthropic_an_error_event_is_classed_by_its_status_first(
+    error: dict[str, Any], code: sf.ErrorCode, status: int | None
+) -> None:
+    text = [a_start(0, {"type": "text", "text": ""}), a_delta(0, {"type": "text_delta", "text": "partial"})]
+    with pytest.raises(sf.LlmError) as caught:
+        list(sf.from_anthropic_events([MESSAGE_START, *text, {"type": "error", "error": error}]))
+    assert (caught.value.code, caught.value.status) == (code, status)
+    assert error["message"] in caught.value.message
+
+
+def test_an_error_in_the_stream_with_a_status_is_retried_as_the_status_says() -> None:
+    with pytest.raises(sf.LlmError) as caught:
+        list(sf.from_openai_chunks([{"error": PROXY_500}]))
+    assert caught.value.retryable
 
 
 def test_anthropic_unknown_event_types_are_skipped() -> None:
@@ -579,3 +651,116 @@ def test_any_interleaving_comes_out_valid_under_strict(case: tuple[list[dict[str
     began = [c["index"] for e in events for c in e["choices"][0]["delta"].get("tool_calls", []) if "id" in c]
     assert [(c.id, c.arguments) for c in result.tool_calls] == [(f"call_{n}", arguments[n]) for n in began]
     assert result.text == text
+
+
+# --- Chat completions: content as a list of parts (issue #13, item 2) -----------------------------------------
+
+MORE_OPENAI = sorted((MORE_PROVIDER_STREAMS / "openai-chat").glob("*.jsonl"))
+
+
+def _parts_of(content: Any) -> tuple[str, str]:
+    """(text, reasoning) of one ``delta.content``, read independently of the converter."""
+    if isinstance(content, str):
+        return content, ""
+    text = "".join(p["text"] for p in content or [] if p["type"] == "text")
+    reasoning = "".join(i["text"] for p in content or [] if p["type"] == "thinking" for i in p["thinking"])
+    return text, reasoning
+
+
+@pytest.mark.parametrize("path", MORE_OPENAI, ids=lambda p: p.name)
+def test_a_recording_with_content_parts_converts_with_exactly_its_content(path: Path) -> None:
+    events = openai_recording(path)
+    pieces = [_parts_of(c["delta"].get("content")) for e in events for c in e["choices"]]
+    result = sf.assemble(sf.from_openai_chunks(events), policy=sf.Policy.STRICT)
+    assert result.text == "".join(t for t, _ in pieces) and result.reasoning == "".join(r for _, r in pieces)
+    assert [t for t, _ in typed_texts(result)] == ["reasoning", "text"]
+    assert result.usage is not None and result.usage.output_tokens == events[-1]["usage"]["completion_tokens"]
+    assert result.finish.kind == "stop" and result.kept == [] and result.replay_state is None
+
+
+def test_the_mistral_recording_is_there() -> None:
+    assert [p.name for p in MORE_OPENAI] == ["mistral-reasoning.jsonl"]
+
+
+def typed_texts(result: sf.StreamResult) -> list[tuple[str, str]]:
+    return [(b.type, b.text) for b in result.blocks if isinstance(b, sf.TextBlock | sf.ReasoningBlock)]
+
+
+def parts(*items: dict[str, Any]) -> dict[str, Any]:
+    return chunk({"content": list(items)})
+
+
+def thinking(*texts: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": [{"type": "text", "text": t} for t in texts]}
+
+
+def test_text_and_thinking_parts_become_blocks() -> None:
+    out = convert(
+        [
+            parts(thinking("a", "b")),
+            parts(thinking("c"), {"type": "text", "text": "x"}),
+            parts({"type": "text", "text": ""}, {"type": "text", "text": "y"}),
+            chunk({"content": "z"}),  # a plain string after parts: the same text block
+            chunk(finish="stop", **USAGE),
+        ]
+    )
+    result = sf.assemble(out)
+    assert typed_texts(result) == [("reasoning", "abc"), ("text", "xyz")]
+    assert "replayState" not in out[-1]
+
+
+def test_a_part_of_another_type_is_kept_where_it_came() -> None:
+    reference = {"type": "reference", "reference_ids": [3]}
+    image = {"type": "image_url", "image_url": {"url": "https://i.example/a.png"}}
+    events = [
+        parts({"type": "text", "text": "Paris"}, reference, {"type": "text", "text": " is big."}),
+        parts({"type": "thinking", "thinking": [{"type": "text", "text": "hm"}, reference], "closed": True}),
+        parts(image),
+        chunk(finish="stop", **USAGE),
+    ]
+    result = sf.assemble(convert(events))
+    assert typed_texts(result) == [("text", "Paris"), ("text", " is big."), ("reasoning", "hm")]
+    assert [(k.type, k.at, k.data) for k in result.kept] == [
+        ("reference", 1, reference),
+        # inside the thinking part it came in, with that part's other fields
+        ("thinking", 3, {"type": "thinking", "thinking": [reference], "closed": True}),
+        ("image_url", 3, image),
+    ]
+
+
+def test_thinking_given_as_a_string_is_reasoning() -> None:
+    result = sf.assemble(convert([parts({"type": "thinking", "thinking": "plain"}), chunk(finish="stop", **USAGE)]))
+    assert result.reasoning == "plain"
+
+
+def test_a_turn_of_kept_parts_only_is_not_empty() -> None:
+    result = sf.assemble(convert([parts({"type": "reference", "reference_ids": [1]}), chunk(finish="stop", **USAGE)]))
+    assert result.blocks == [] and [k.type for k in result.kept] == ["reference"]
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (["text"], "a content part must be an object with a string 'type', got str"),
+        ([{"text": "x"}], "with a string 'type', got None"),
+        ([{"type": "text", "text": 5}], "a text part's 'text' must be a string"),
+        ([{"type": "thinking", "thinking": {"type": "text"}}], "'thinking' must be a list of parts"),
+        ([{"type": "thinking", "thinking": ["x"]}], "a thinking part must hold objects"),
+        ([{"type": "thinking", "thinking": [{"type": "text"}]}], "a thinking text part's 'text' must be a string"),
+        ({"type": "text", "text": "x"}, "delta.content must be a string"),
+    ],
+)
+def test_parts_that_are_not_the_documented_form_are_refused(content: Any, words: str) -> None:
+    with pytest.raises(sf.LlmError) as caught:
+        list(sf.from_openai_chunks([chunk({"content": content}), chunk(finish="stop", **USAGE)]))
+    assert caught.value.code == E.MALFORMED_RESPONSE and words in caught.value.message
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.text(max_size=8)), max_size=12))
+def test_any_split_of_the_parts_assembles_the_same(pieces: list[tuple[bool, str]]) -> None:
+    events = [parts(thinking(t) if is_thinking else {"type": "text", "text": t}) for is_thinking, t in pieces]
+    events.append(chunk({"content": "end"}, "stop", **USAGE))
+    result = sf.assemble(convert(events))
+    assert result.reasoning == "".join(t for is_thinking, t in pieces if is_thinking)
+    assert result.text == "".join(t for is_thinking, t in pieces if not is_thinking) + "end"

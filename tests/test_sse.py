@@ -1,4 +1,4 @@
-"""The bounded SSE parser (streamfsm/_sse.py): the WHATWG event-stream rules, any split of the bytes, the bound."""
+"""The bounded SSE parser (streamfsm/_providers/sse.py): the WHATWG event-stream rules, any split, the bound."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm._http import read_sse
-from streamfsm._sse import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser, parse_sse
+from streamfsm._providers.http import read_sse
+from streamfsm._providers.sse import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser, parse_sse
 
 E = sf.ErrorCode
 

@@ -12,30 +12,24 @@ from typing import TYPE_CHECKING, Any, overload
 
 import orjson
 
-from ._adapter import (
+from .._adapter import (
     APP_IDENTITY,
     AppIdentity,
     AssistantMessage,
     GenerateOptions,
-    HttpAdapter,
     ModelInfo,
     ToolResultMessage,
 )
-from ._convert import (
-    ProviderBlock,
-    classify_failure,
-    convert,
-    error_detail,
-    finish_reason,
-    malformed,
-    non_negative_int,
-    words,
-)
-from ._errors import ErrorCode, LlmError
-from ._models import ReasoningBlock, TextBlock, ToolCallBlock
-from ._secrets import check_headers
-from ._sse import DEFAULT_MAX_EVENT_BYTES
-from ._wire import StreamChunk, WireFinishReason, WireUsage
+from .._errors import ErrorCode, LlmError
+from .._models import ReasoningBlock, TextBlock, ToolCallBlock
+from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .base import HttpAdapter
+from .blocks import Kind, ProviderBlock
+from .classify import stream_failure
+from .convert import convert, finish_reason, malformed, non_negative_int
+from .replay import Keeper, by_position, json_size, kept_blocks
+from .secrets import check_headers
+from .sse import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
     import httpx
@@ -47,14 +41,19 @@ _FINISH: dict[str, WireFinishReason] = {
     "stop_sequence": {"kind": "stop"},
     "tool_use": {"kind": "tool-calls"},
     "max_tokens": {"kind": "max-tokens"},
+    "model_context_window_exceeded": {"kind": "max-tokens"},
 }
-_KINDS = {"text": "text", "thinking": "reasoning", "redacted_thinking": "reasoning", "tool_use": "tool-call"}
+#: The content blocks the protocol has a word for; every other block type is kept for replay (module replay.py).
+_KINDS: dict[str, Kind] = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
 #: Each block kind: the delta type that carries its content, and the field the content is in.
 _DELTAS: dict[str, tuple[str, str]] = {
     "text": ("text_delta", "text"),
     "reasoning": ("thinking_delta", "thinking"),
     "tool-call": ("input_json_delta", "partial_json"),
 }
+#: The fields of a text, thinking or tool_use block that the protocol carries or that are kept apart (signature,
+#: citations). Any other (a programmatic tool call's ``caller``) rides in the block's replay entry, sent back with it.
+_CARRIED = frozenset({"type", "text", "thinking", "signature", "citations", "id", "name", "input"})
 #: Message usage fields, as the protocol names them. Later events repeat them with the running totals.
 _USAGE = (
     ("input_tokens", "inputTokens"),
@@ -70,26 +69,94 @@ def _str(value: object, what: str) -> str:
     return value
 
 
+class _Kept:
+    """A content block the protocol has no word for (``server_tool_use``, ``compaction``, ...), assembled from its
+    start and its deltas as the official SDKs assemble it: the ``partial_json`` pieces of ``input_json_delta`` s
+    become the block's ``input``, a ``citations_delta`` 's citation is appended to its ``citations``, a
+    ``compaction_delta`` gives the block its ``content`` and ``encrypted_content`` whole. A delta of a type added
+    since has each string field appended to the block's field of the same name (as ``text_delta`` does); its
+    other fields replace the block's."""
+
+    __slots__ = ("at", "citations", "data", "ended", "json", "pieces")
+
+    def __init__(self, at: int, content: Mapping[str, Any]) -> None:
+        self.at = at
+        self.data = dict(content)
+        self.pieces: dict[str, list[str]] = {}
+        self.json: list[str] = []
+        self.citations: list[Any] | None = None
+        self.ended = False
+
+    def add(self, delta: Mapping[str, Any], keeper: Keeper) -> None:
+        kind = delta.get("type")
+        if kind == "input_json_delta":
+            piece = _str(delta.get("partial_json"), "input_json_delta.partial_json")
+            keeper.charge(len(piece))
+            self.json.append(piece)
+            return
+        if kind == "citations_delta":
+            citation = delta.get("citation")
+            keeper.charge(json_size(citation, "a citation"))
+            if self.citations is None:
+                given = self.data.get("citations")
+                self.citations = list(given) if isinstance(given, list) else []
+            self.citations.append(citation)
+            return
+        whole = kind == "compaction_delta"
+        for key, value in delta.items():
+            if key == "type" or value is None:
+                continue
+            if isinstance(value, str) and not whole:
+                keeper.charge(len(value))
+                self.pieces.setdefault(key, []).append(value)
+            else:
+                keeper.charge(json_size(value, f"{kind}.{key}"))
+                self.pieces.pop(key, None)
+                self.data[key] = value
+
+    def assembled(self, position: object) -> dict[str, Any]:
+        """The block, complete (its content_block_stop came)."""
+        data = self.data
+        for key, parts in self.pieces.items():
+            given = data.get(key)
+            data[key] = (given if isinstance(given, str) else "") + "".join(parts)
+        if self.citations is not None:
+            data["citations"] = self.citations
+        text = "".join(self.json)
+        if text.strip():
+            try:
+                data["input"] = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
+                raise malformed(f"content block {position} ({data.get('type')}): its input is not JSON: {exc}") from exc
+        return data
+
+
 class AnthropicConverter:
     """Turns Messages API stream events into block-protocol chunks.
 
-    ``text`` blocks become text, ``thinking`` (and ``redacted_thinking``) reasoning, ``tool_use`` with its
-    ``input_json_delta`` s a tool call (id and name on the first delta, ``{}`` when no input came). ``ping`` and
-    event types it does not know are skipped, as the API's versioning policy asks (it may add event types
-    without a new version); an ``error`` event raises its coded :class:`LlmError`. Usage (``input_tokens``
-    already uncached, ``cache_read_input_tokens``, ``cache_creation_input_tokens``, the last ``output_tokens``)
-    and the finish are sent at ``message_stop``. A tool call cut by ``max_tokens`` never ends: it is reported as
-    interrupted. Thinking signatures and redacted data go in the finish's ``replayState`` (one entry per block), so the
-    adapter can send thinking back on the next turn.
+    ``text`` blocks become text, ``thinking`` reasoning, ``tool_use`` with its ``input_json_delta`` s a tool call
+    (id and name on the first delta, ``{}`` when no input came). Every other content block (server-tool calls and
+    results, MCP, ``compaction``, ``fallback``, ``container_upload``, ``redacted_thinking``, and types added since)
+    is assembled from its start and deltas and kept verbatim, in order, for replay (``replayState["kept"]``, module
+    ``replay.py``), as are a text block's citations. Content already in ``message_start`` (programmatic tool calling
+    sends the whole turn there, then ``message_stop``) is converted the same way. ``ping`` and event types it does
+    not know are skipped, as the API's versioning policy asks; an ``error`` event raises its coded
+    :class:`LlmError`. Usage (``input_tokens`` already uncached, ``cache_read_input_tokens``,
+    ``cache_creation_input_tokens``, the last ``output_tokens``) and the finish are sent at ``message_stop``. A
+    tool call cut by ``max_tokens`` never ends: it is reported as interrupted. Thinking signatures (and fields of a
+    block the protocol does not carry, like a tool call's ``caller``) go in the finish's ``replayState`` (one entry
+    per block), so the adapter can send the turn back as it came.
     """
 
     def __init__(self) -> None:
-        self.blocks: dict[int, ProviderBlock] = {}
-        self.open: ProviderBlock | None = None
+        self.blocks: dict[int, ProviderBlock | _Kept] = {}
+        self.open: ProviderBlock | _Kept | None = None
         self.count = 0
         self.replay: list[dict[str, Any] | None] = []
         # Each block's signature, in the pieces it came in: joined once, at the end (joining per delta is quadratic).
         self.signatures: dict[int, list[str]] = {}
+        self.citations: dict[int, list[Any]] = {}  # a text block's citations, kept when it ends
+        self.keeper = Keeper()
         self.counts: dict[str, int] | None = None  # the usage fields seen so far, by the protocol's names
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
@@ -108,31 +175,46 @@ class AnthropicConverter:
         if kind == "content_block_stop":
             return self._stop(event)
         if kind == "message_start":
-            message = event.get("message")
-            if not isinstance(message, Mapping):
-                raise malformed("message_start without a 'message' object")
-            self.message = {key: message[key] for key in ("id", "model") if isinstance(message.get(key), str)}
-            self._usage(message.get("usage"))
-            return []
+            return self._message_start(event)
         if kind == "message_delta":
             delta = event.get("delta")
             if isinstance(delta, Mapping):
-                reason = delta.get("stop_reason")
-                if reason is not None:
-                    self.stop_reason = _str(reason, "stop_reason")
-                if isinstance(delta.get("stop_sequence"), str):
-                    self.stop_sequence = delta["stop_sequence"]
+                self._message_fields(delta)
             self._usage(event.get("usage"))
             return []
         if kind == "message_stop":
             return self.end()
         if kind == "error":
-            message, error_kind = error_detail(event)
-            raise LlmError(
-                f"the provider sent an error event: {message or words(event)}",
-                classify_failure(None, message, error_kind),
-            )
+            raise stream_failure(event, "event")
         return []  # ping, or an event type added since
+
+    def _message_start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
+        message = event.get("message")
+        if not isinstance(message, Mapping):
+            raise malformed("message_start without a 'message' object")
+        self.message = {key: message[key] for key in ("id", "model") if isinstance(message.get(key), str)}
+        self._message_fields(message)
+        self._usage(message.get("usage"))
+        content = message.get("content")
+        if not content:
+            return []
+        if not isinstance(content, list):
+            raise malformed(f"message_start: 'content' must be a list, got {type(content).__name__}")
+        out: list[StreamChunk] = []
+        for number, block in enumerate(content):  # the turn given whole (programmatic tool calling): start, stop
+            opened = self._begin(block, f"message_start content {number}", out)
+            out.extend(self._end(opened, f"message_start content {number}"))
+        return out
+
+    def _message_fields(self, fields: Mapping[str, Any]) -> None:
+        """The stop reason, stop sequence and container of ``message_start.message`` or ``message_delta.delta``."""
+        reason = fields.get("stop_reason")
+        if reason is not None:
+            self.stop_reason = _str(reason, "stop_reason")
+        if isinstance(fields.get("stop_sequence"), str):
+            self.stop_sequence = fields["stop_sequence"]
+        if isinstance(fields.get("container"), Mapping):
+            self.message["container"] = dict(fields["container"])
 
     def _usage(self, usage: object) -> None:
         if usage is None:
@@ -158,7 +240,7 @@ class AnthropicConverter:
             usage["cacheWriteTokens"] = counts["cacheWriteTokens"]
         return usage
 
-    def _block(self, event: Mapping[str, Any]) -> ProviderBlock:
+    def _block(self, event: Mapping[str, Any]) -> ProviderBlock | _Kept:
         position = event.get("index")
         block = self.blocks.get(position) if isinstance(position, int) else None
         if block is None:
@@ -167,45 +249,60 @@ class AnthropicConverter:
 
     def _start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         position = event.get("index")
-        content = event.get("content_block")
         if isinstance(position, bool) or not isinstance(position, int) or position in self.blocks:
             raise malformed(f"content_block_start with a bad or repeated index {position!r}")
-        if not isinstance(content, Mapping) or content.get("type") not in _KINDS:
-            shown = content.get("type") if isinstance(content, Mapping) else content
-            raise malformed(f"content block {position}: type {shown!r} cannot be converted to the block protocol")
         if self.open is not None:
-            raise malformed(f"content block {position} started while block {self.open.index} is open")
+            raise malformed(f"content block {position} started while another block is open")
+        out: list[StreamChunk] = []
+        block = self._begin(event.get("content_block"), f"content block {position}", out)
+        self.blocks[position] = block
+        self.open = block
+        return out
+
+    def _begin(self, content: object, where: str, out: list[StreamChunk]) -> ProviderBlock | _Kept:
+        """Open a content block (its start, or a block given whole): its first chunks go to ``out``."""
+        if not isinstance(content, Mapping) or not isinstance(content.get("type"), str):
+            shown = content.get("type") if isinstance(content, Mapping) else type(content).__name__
+            raise malformed(f"{where}: a content block must be an object with a string 'type', got {shown!r}")
         source = content["type"]
-        if source == "tool_use":
+        kind = _KINDS.get(source)
+        if kind is None:
+            self.keeper.charge(json_size(content, f"{where} ({source})"))
+            return _Kept(self.count, content)
+        if kind == "tool-call":
             block = ProviderBlock(
-                "tool-call", _str(content.get("id"), "tool_use.id"), _str(content.get("name"), "tool_use.name")
+                kind, _str(content.get("id"), "tool_use.id"), _str(content.get("name"), "tool_use.name")
             )
         else:
-            block = ProviderBlock("text" if source == "text" else "reasoning")
+            block = ProviderBlock(kind)
         block.index = self.count
         block.started = True
         self.count += 1
-        self.blocks[position] = block
-        self.open = block
+        extra = {key: value for key, value in content.items() if key not in _CARRIED}
         replay: dict[str, Any] | None = None
-        out: list[StreamChunk] = [{"type": "block-start", "index": block.index, "blockType": block.kind}]
-        if source == "tool_use":
+        if extra:
+            self.keeper.charge(json_size(extra, f"{where} ({source})"))
+            replay = {"extra": extra}
+        out.append({"type": "block-start", "index": block.index, "blockType": kind})
+        if kind == "tool-call":
             given = content.get("input")
             arguments = orjson.dumps(given).decode() if isinstance(given, Mapping) and given else ""
             block.parts.append(arguments)
             out.append(block.opening(arguments))
-        elif source == "redacted_thinking":
-            replay = {"redactedData": _str(content.get("data"), "redacted_thinking.data")}
         else:
-            text = _str(content.get("text" if source == "text" else "thinking", ""), f"{source} text")
+            text = _str(content.get(source, ""), f"{source}.{source}")
             if isinstance(content.get("signature"), str) and content["signature"]:
-                replay = {"signature": ""}
+                replay = {**(replay or {}), "signature": ""}
                 self.signatures[block.index] = [content["signature"]]
+            citations = content.get("citations")
+            if kind == "text" and isinstance(citations, list) and citations:
+                self.keeper.charge(json_size(citations, f"{where} citations"))
+                self.citations[block.index] = list(citations)
             if text:
                 block.parts.append(text)
                 out.append(block.delta(text))
         self.replay.append(replay)
-        return out
+        return block
 
     def _delta(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         block = self._block(event)
@@ -214,20 +311,21 @@ class AnthropicConverter:
         delta = event.get("delta")
         if not isinstance(delta, Mapping):
             raise malformed("content_block_delta without a 'delta' object")
+        if isinstance(block, _Kept):
+            block.add(delta, self.keeper)
+            return []
         kind = delta.get("type")
         if kind == "signature_delta":
             parts = self.signatures.get(block.index)
             if parts is None:
                 parts = self.signatures[block.index] = []
-                entry = self.replay[block.index] or {}
-                entry["signature"] = ""
-                self.replay[block.index] = entry
+                self.replay[block.index] = {**(self.replay[block.index] or {}), "signature": ""}
             parts.append(_str(delta.get("signature"), "signature"))
             return []
-        if kind == "citations_delta":
-            entry = self.replay[block.index] or {}
-            entry.setdefault("citations", []).append(delta.get("citation"))
-            self.replay[block.index] = entry
+        if kind == "citations_delta" and block.kind == "text":
+            citation = delta.get("citation")
+            self.keeper.charge(json_size(citation, "a citation"))
+            self.citations.setdefault(block.index, []).append(citation)
             return []
         expected, field = _DELTAS[block.kind]
         if kind != expected:
@@ -243,13 +341,28 @@ class AnthropicConverter:
         if block.ended:
             raise malformed(f"content_block_stop for block {event.get('index')!r} twice")
         self.open = None
+        return self._end(block, f"content block {event.get('index')}")
+
+    def _end(self, block: ProviderBlock | _Kept, where: str) -> list[StreamChunk]:
+        """Close a block: a protocol block's ``block-end`` (its citations kept), a kept block kept."""
+        if isinstance(block, _Kept):
+            block.ended = True
+            data = block.assembled(where)
+            self.keeper.keep(data["type"], block.at, data)
+            return []
+        citations = self.citations.pop(block.index, None)
+        if citations is not None:
+            self.keeper.keep("citations", block.index, {"citations": citations})
         return block.close()
 
     def end(self) -> list[StreamChunk]:
         """The message is over (``message_stop``, or the end of the events): ``usage`` then ``finish``.
 
-        Raises ``STREAM_CLOSED`` when no stop reason came, ``EMPTY_RESPONSE`` for an ``end_turn`` with no content.
-        After ``message_stop`` there is nothing more to end: it returns no chunks.
+        Raises ``STREAM_CLOSED`` when no stop reason came, ``EMPTY_RESPONSE`` for an ``end_turn`` with no content
+        (neither a block nor a kept item). After ``message_stop`` there is nothing more to end: it returns no chunks.
+        Every finish carries the ``replayState`` (a turn that stopped with ``pause_turn`` or ``refusal`` may be sent
+        back too); a kept block the stream cut off before its ``content_block_stop`` is not kept (it could not be
+        sent back whole).
         """
         if self.stopped:
             return []
@@ -258,28 +371,25 @@ class AnthropicConverter:
         if reason is None:
             raise LlmError("the stream ended without a stop_reason", ErrorCode.STREAM_CLOSED)
         finish = finish_reason(reason, _FINISH, "stop_reason")
-        if finish["kind"] == "stop" and self.count == 0:
+        if finish["kind"] == "stop" and self.count == 0 and not self.keeper.items:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out: list[StreamChunk] = []
         cut = self.open
-        if cut is not None and (cut.kind != "tool-call" or cut.arguments_complete()):
-            self.open = None
-            out.extend(cut.close())
+        self.open = None
+        if isinstance(cut, ProviderBlock) and (cut.kind != "tool-call" or cut.arguments_complete()):
+            out.extend(self._end(cut, "the last content block"))
         usage = self.usage
         if usage is not None:
             out.append({"type": "usage", "usage": usage})
-        if finish["kind"] == "error":
-            out.append({"type": "finish", "reason": finish})
-        else:
-            response = {**self.message, "stopReason": reason}
-            if self.stop_sequence is not None:
-                response["stopSequence"] = self.stop_sequence
-            for position, parts in self.signatures.items():
-                entry = self.replay[position]
-                assert entry is not None  # made when its first piece came
-                entry["signature"] = "".join(parts)
-            replay = {"response": response, "blocks": list(self.replay)}
-            out.append({"type": "finish", "reason": finish, "replayState": replay})
+        response = {**self.message, "stopReason": reason}
+        if self.stop_sequence is not None:
+            response["stopSequence"] = self.stop_sequence
+        for position, parts in self.signatures.items():
+            entry = self.replay[position]
+            assert entry is not None  # made when its first piece came
+            entry["signature"] = "".join(parts)
+        replay = self.keeper.state(response=response, blocks=list(self.replay))
+        out.append({"type": "finish", "reason": finish, "replayState": replay})
         return out
 
 
@@ -300,33 +410,12 @@ def from_anthropic_events(
 def anthropic_messages(options: GenerateOptions) -> list[dict[str, Any]]:
     """The request's ``messages`` in the Messages API form (tool results ride in user turns, merged).
 
-    Reasoning goes back as ``thinking`` only with the signature the provider gave it (from ``replay_state``);
-    without one the provider would refuse it, so it is left out.
+    An assistant turn goes back as it came (:func:`assistant_content`). A user turn is one text block.
     """
     out: list[dict[str, Any]] = []
     for message in options.messages:
         if isinstance(message, AssistantMessage):
-            replay = message.replay_state if isinstance(message.replay_state, Mapping) else {}
-            blocks = replay.get("blocks")
-            metadata: list[Any] = blocks if isinstance(blocks, list) else []
-            content: list[dict[str, Any]] = []
-            for position, block in enumerate(message.blocks):
-                extra = (
-                    metadata[position] if position < len(metadata) and isinstance(metadata[position], Mapping) else {}
-                )
-                if isinstance(block, TextBlock):
-                    if block.text:
-                        content.append({"type": "text", "text": block.text})
-                elif isinstance(block, ReasoningBlock):
-                    if "redactedData" in extra:
-                        content.append({"type": "redacted_thinking", "data": extra["redactedData"]})
-                    elif "signature" in extra:
-                        content.append({"type": "thinking", "thinking": block.text, "signature": extra["signature"]})
-                elif isinstance(block, ToolCallBlock):
-                    content.append(
-                        {"type": "tool_use", "id": block.id, "name": block.name, "input": block.parsed_arguments}
-                    )
-            out.append({"role": "assistant", "content": content})
+            out.append({"role": "assistant", "content": assistant_content(message)})
         elif isinstance(message, ToolResultMessage):
             result: dict[str, Any] = {
                 "type": "tool_result",
@@ -343,6 +432,61 @@ def anthropic_messages(options: GenerateOptions) -> list[dict[str, Any]]:
         else:
             out.append({"role": "user", "content": [{"type": "text", "text": message.content}]})
     return out
+
+
+def assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:
+    """An assistant turn's ``content`` as the Messages API wants it back, from its blocks and its replay state.
+
+    The blocks the provider sent that the protocol has no word for (``replayState["kept"]``: server-tool calls and
+    results, MCP blocks, compaction with its ``encrypted_content``, fallback, redacted thinking, ...) go back
+    verbatim, where they came; a text block gets its citations back, a tool call the fields it came with (a
+    programmatic call's ``caller``). Reasoning goes back as ``thinking`` only with the signature the provider gave
+    it; without one the provider would refuse it, so it is left out. Empty text is left out (the API refuses it).
+    """
+    replay = message.replay_state if isinstance(message.replay_state, dict) else {}
+    entries = replay.get("blocks")
+    metadata: list[Any] = entries if isinstance(entries, list) else []
+    places = by_position(kept_blocks(replay), len(message.blocks))
+    content: list[dict[str, Any]] = []
+    for position, block in enumerate(message.blocks):
+        citations: Any = None
+        for item in places[position]:
+            if item.type == "citations":
+                citations = item.data.get("citations")
+            else:
+                content.append(item.data)
+        entry = metadata[position] if position < len(metadata) and isinstance(metadata[position], dict) else {}
+        given = entry.get("extra")
+        extra: dict[str, Any] = given if isinstance(given, dict) else {}
+        if isinstance(block, TextBlock):
+            if block.text:
+                text = {**extra, "type": "text", "text": block.text}
+                if isinstance(citations, list) and citations:
+                    text["citations"] = citations
+                content.append(text)
+        elif isinstance(block, ReasoningBlock):
+            if "redactedData" in entry:  # the form of a replay state made before redacted thinking was kept
+                content.append({"type": "redacted_thinking", "data": entry["redactedData"]})
+            elif "signature" in entry:
+                content.append({**extra, "type": "thinking", "thinking": block.text, "signature": entry["signature"]})
+        elif isinstance(block, ToolCallBlock):
+            content.append(
+                {**extra, "type": "tool_use", "id": block.id, "name": block.name, "input": block.parsed_arguments}
+            )
+    content.extend(item.data for item in places[-1] if item.type != "citations")
+    return content
+
+
+def _container(options: GenerateOptions) -> str | None:
+    """The code-execution container of the latest assistant turn that had one: the next request reuses it."""
+    for message in reversed(options.messages):
+        if isinstance(message, AssistantMessage) and isinstance(message.replay_state, dict):
+            response = message.replay_state.get("response")
+            container = response.get("container") if isinstance(response, dict) else None
+            identifier = container.get("id") if isinstance(container, dict) else None
+            if isinstance(identifier, str):
+                return identifier
+    return None
 
 
 class AnthropicAdapter(HttpAdapter):
@@ -423,6 +567,9 @@ class AnthropicAdapter(HttpAdapter):
             body["stop_sequences"] = list(options.stop)
         if budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        container = _container(options)
+        if container is not None:
+            body["container"] = container
         return body
 
     def _thinking_budget(self, effort: str | None) -> int | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 
-from ._errors import ErrorCode, LlmError
+from .._errors import ErrorCode, LlmError
 
 __all__ = ["ACCEPT_ENCODING", "STEP", "BodyDecoder"]
 

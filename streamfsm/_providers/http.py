@@ -2,9 +2,9 @@
 ending it (an abort, a deadline).
 
 Needs the ``http`` extra (``httpx``). Nothing here knows the block protocol: it yields server-sent events (parsed
-by :mod:`streamfsm._sse`) and maps what goes wrong to the codes of SPEC §3. Every read is bounded: the body is
-read raw and its content coding undone a step at a time (:mod:`streamfsm._body`); an event holds at most
-``max_event_bytes``; an error body is read up to :data:`MAX_ERROR_BODY` bytes, no further. Redirects are never
+by :mod:`.sse`) and maps what goes wrong to the codes of SPEC §3 (:mod:`.classify` says which). Every read is
+bounded: the body is read raw and its content coding undone a step at a time (:mod:`.body`); an event holds at
+most ``max_event_bytes``; an error body is read up to :data:`MAX_ERROR_BODY` bytes, no further. Redirects are never
 followed, whatever the client says: the credentials stay with the configured host.
 """
 
@@ -12,68 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
-import email.utils
-import math
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
 import orjson
 
-from ._abort import AbortSignal
-from ._body import BodyDecoder
-from ._convert import MAX_COUNT, classify_failure, clip, error_detail, event_object
-from ._errors import ErrorCode, LlmError
-from ._sse import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser, parse_sse
+from .._abort import AbortSignal
+from .._errors import ErrorCode, LlmError
+from .body import BodyDecoder
+from .classify import clip, http_failure, request_id, retry_after_ms
+from .convert import event_object
+from .sse import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser, parse_sse
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "post_sse", "read_sse", "request_json", "retry_after_ms"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_ERROR_BODY", "post_sse", "read_sse", "request_json"]
 
 T = TypeVar("T")
 
 #: Connect within 10 s; then wait up to 5 minutes between two reads (reasoning models think in silence).
 DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
-
-
-def retry_after_ms(headers: httpx.Headers) -> int | None:
-    """The delay a provider asks for: ``retry-after-ms``, or ``retry-after`` in seconds or as an HTTP date.
-
-    A value that is no delay (negative, not a number) is ignored; one past the protocol's integers is capped.
-    """
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        delay = _number(raw_ms)
-        if delay is not None:
-            return min(int(delay), MAX_COUNT)
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    seconds = _number(raw)
-    if seconds is None:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:  # "-0000": UTC, the sender's own zone unknown (RFC 5322 §3.3)
-            when = when.replace(tzinfo=datetime.UTC)
-        seconds = max(0.0, when.timestamp() - time.time())
-    return min(int(seconds * 1000), MAX_COUNT)
-
-
-def _number(text: str) -> float | None:
-    """A finite number ≥ 0, or None."""
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 <= value < math.inf else None  # NaN fails both tests
-
-
-def request_id(headers: httpx.Headers) -> str | None:
-    """The provider's id of the request, for support tickets."""
-    value = headers.get("x-request-id") or headers.get("request-id")
-    return str(value) if value else None
 
 
 #: The most of an error body that is read, decoded: past it the body is not read at all (the message keeps less).
@@ -85,18 +42,15 @@ _SHOWN_LOCATION = 200
 async def _http_error(response: httpx.Response, guard: _Guard, who: str) -> LlmError:
     """The coded error of a status ≥ 300, its body read up to :data:`MAX_ERROR_BODY` (abort and deadline honoured)."""
     status = response.status_code
-    extra: dict[str, Any] = {
-        "status": status,
-        "retry_after_ms": retry_after_ms(response.headers),
-        "request_id": request_id(response.headers),
-    }
     if status < 400:
         location = clip(response.headers.get("location", ""), _SHOWN_LOCATION)
         return LlmError(
             f"{who}: HTTP {status}: the provider redirects to {location!r}; redirects are not followed, so that the "
             "credentials never leave the configured host (configure the new address instead)",
             ErrorCode.PROVIDER_HTTP_ERROR,
-            **extra,
+            status=status,
+            retry_after_ms=retry_after_ms(response.headers),
+            request_id=request_id(response.headers),
         )
     note = ""
     try:
@@ -109,15 +63,7 @@ async def _http_error(response: httpx.Response, guard: _Guard, who: str) -> LlmE
         if exc.code != ErrorCode.MALFORMED_RESPONSE:
             raise  # aborted, or past the deadline
         body, note = b"", " (its body could not be decoded)"
-    try:
-        parsed: object = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        parsed = None
-    message, kind = error_detail(parsed)
-    if not message:
-        message = clip(body.decode("utf-8", "replace").strip(), 500) or response.reason_phrase
-    code = classify_failure(status, message, kind)
-    return LlmError(f"{who}: HTTP {status}: {message}{note}", code, **extra)
+    return http_failure(who, status, response.headers, body, response.reason_phrase, note)
 
 
 async def _read(response: httpx.Response, guard: _Guard, limit: int) -> tuple[bytes, bool]:
@@ -256,7 +202,7 @@ async def post_sse(
     body: Mapping[str, Any],
     signal: AbortSignal | None,
     who: str,
-    end: str,
+    end: str | None,
     timeout: httpx.Timeout | float | None = None,
     deadline: float | None = None,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
@@ -264,7 +210,9 @@ async def post_sse(
     """POST ``body`` as JSON and yield the data of each server-sent event: a JSON object.
 
     The stream ends at the event whose data is ``end`` (OpenAI's ``[DONE]``); a body that ends before it raises
-    ``STREAM_CLOSED``, so a provider whose last event is an object of its own stops iterating there. Without a
+    ``STREAM_CLOSED``, so a provider whose last event is an object of its own stops iterating there. ``end=None``
+    is an API without an end marker (Gemini): the body's end ends the stream, and the converter says whether the
+    response was complete. Without a
     ``client``, one is opened (with ``timeout``, else :data:`DEFAULT_TIMEOUT`) and closed at the end; a client's
     ``follow_redirects`` is overridden: a redirect is an error. ``deadline`` (seconds) bounds the whole request,
     from sending it to the last event.
@@ -298,6 +246,8 @@ async def post_sse(
                         guard.check()
                     guard.check()
                 if chunk is None:  # an event left without its blank line is dropped, as the standard says
+                    if end is None:
+                        return
                     raise LlmError(f"{who}: the stream ended without {end}", ErrorCode.STREAM_CLOSED)
         except httpx.HTTPError as exc:
             raise _transport_error(exc, who) from exc

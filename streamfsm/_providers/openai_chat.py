@@ -10,30 +10,24 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from ._adapter import (
+from .._adapter import (
     APP_IDENTITY,
     AppIdentity,
     AssistantMessage,
     GenerateOptions,
-    HttpAdapter,
     ModelInfo,
     ToolResultMessage,
 )
-from ._convert import (
-    BlockQueue,
-    ProviderBlock,
-    classify_failure,
-    convert,
-    error_detail,
-    finish_reason,
-    malformed,
-    non_negative_int,
-    words,
-)
-from ._errors import ErrorCode, LlmError
-from ._models import ReasoningBlock, TextBlock, ToolCallBlock
-from ._sse import DEFAULT_MAX_EVENT_BYTES
-from ._wire import StreamChunk, WireFinishReason, WireUsage
+from .._errors import ErrorCode, LlmError
+from .._models import ReasoningBlock, TextBlock, ToolCallBlock
+from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .base import HttpAdapter
+from .blocks import ProviderBlock
+from .classify import stream_failure
+from .convert import convert, finish_reason, malformed, non_negative_int
+from .held import BlockQueue
+from .replay import Keeper, KeptBlock, by_position, json_size, kept_blocks
+from .sse import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
     import httpx
@@ -78,6 +72,10 @@ def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
     return result
 
 
+def _shown(value: object) -> str:
+    return repr(value.get("type")) if isinstance(value, Mapping) else type(value).__name__
+
+
 def _text_field(delta: Mapping[str, Any], key: str) -> str:
     value = delta.get(key)
     if value is None:
@@ -91,14 +89,20 @@ class OpenAIConverter:
     """Turns ``chat.completion.chunk`` objects (as dicts) into block-protocol chunks.
 
     ``reasoning_content`` (DeepSeek; ``reasoning`` on some servers) becomes a reasoning block, ``content`` (and a
-    ``refusal``) a text block, ``tool_calls`` by index tool-call blocks. One block is open at a time: a later tool
-    call is held back until the earlier one's arguments are complete, so the output is valid under
-    ``Policy.STRICT`` even where a provider interleaves parallel calls. ``usage`` and ``finish`` are sent by
-    :meth:`end`, because providers send usage after the finish reason.
+    ``refusal``) a text block, ``tool_calls`` by index tool-call blocks. ``content`` may also be a list of parts
+    (Mistral): ``{"type": "text", "text"}`` is text, ``{"type": "thinking", "thinking": [{"type": "text", "text"}]}``
+    reasoning; a part of any other type (and a non-text part inside ``thinking``, kept inside its ``thinking``
+    part) is kept verbatim for replay (``replayState["kept"]``, module ``replay.py``), and the text after it is a
+    new block. One block is open at a time: a later tool call is held back until the earlier one's arguments
+    are complete, so the output is valid under ``Policy.STRICT`` even where a provider interleaves parallel
+    calls. ``usage`` and ``finish`` are sent by :meth:`end`, because providers send usage after the finish reason.
     """
 
     def __init__(self) -> None:
         self.queue = BlockQueue()
+        self.keeper = Keeper()
+        self.made = 0  # blocks made so far (started or held back): the ``at`` of an item kept now
+        self.split = False  # an item was kept since the last text: the next text is a new block
         self.calls: dict[int, ProviderBlock] = {}
         self.positions: dict[str, int] = {}  # call id → index, for servers that send calls without one
         self.finish_reason: str | None = None
@@ -108,13 +112,8 @@ class OpenAIConverter:
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
-        error = event.get("error")
-        if error:
-            message, kind = error_detail(event)
-            raise LlmError(
-                f"the provider sent an error in the stream: {message or words(error)}",
-                classify_failure(None, message, kind),
-            )
+        if event.get("error"):
+            raise stream_failure(event, "in the stream")
         if self.response_id is None and isinstance(event.get("id"), str):
             self.response_id = event["id"]
             self.model = event.get("model") if isinstance(event.get("model"), str) else None
@@ -134,10 +133,17 @@ class OpenAIConverter:
             reasoning = _text_field(delta, "reasoning_content") or _text_field(delta, "reasoning")
             if reasoning:
                 self._text("reasoning", reasoning)
-            for key in ("content", "refusal"):
-                text = _text_field(delta, key)
+            content = delta.get("content")
+            if isinstance(content, list):
+                for part in content:
+                    self._part(part)
+            else:
+                text = _text_field(delta, "content")
                 if text:
                     self._text("text", text)
+            refusal = _text_field(delta, "refusal")
+            if refusal:
+                self._text("text", refusal)
             tool_calls = delta.get("tool_calls")
             if tool_calls:
                 if not isinstance(tool_calls, list):
@@ -159,10 +165,48 @@ class OpenAIConverter:
     def _text(self, kind: str, text: str) -> None:
         queue = self.queue
         last = queue.last()
-        if last is not None and last.kind == kind:
+        if last is not None and last.kind == kind and not self.split:
             queue.add(last, text)
         else:
             queue.push(ProviderBlock("text" if kind == "text" else "reasoning"), text)
+            self.made += 1
+        self.split = False
+
+    def _part(self, part: object) -> None:
+        """One part of a ``content`` list: text, thinking, or a part kept for replay."""
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise malformed(f"a content part must be an object with a string 'type', got {_shown(part)}")
+        kind = part["type"]
+        if kind == "text":
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise malformed(f"a text part's 'text' must be a string, got {type(text).__name__}")
+            if text:
+                self._text("text", text)
+            return
+        if kind != "thinking":
+            self._keep(kind, part)
+            return
+        thinking = part.get("thinking")
+        if isinstance(thinking, str):  # the documented form is a list of parts; a plain string means the same
+            thinking = [{"type": "text", "text": thinking}]
+        if not isinstance(thinking, list):
+            raise malformed(f"a thinking part's 'thinking' must be a list of parts, got {type(thinking).__name__}")
+        for inner in thinking:
+            if not isinstance(inner, Mapping) or not isinstance(inner.get("type"), str):
+                raise malformed(f"a thinking part must hold objects with a string 'type', got {_shown(inner)}")
+            text = inner.get("text")
+            if inner["type"] != "text":
+                self._keep("thinking", {**part, "thinking": [inner]})
+            elif not isinstance(text, str):
+                raise malformed(f"a thinking text part's 'text' must be a string, got {type(text).__name__}")
+            elif text:
+                self._text("reasoning", text)
+
+    def _keep(self, kind: str, part: Mapping[str, Any]) -> None:
+        self.keeper.charge(json_size(part, f"a {kind!r} content part"))
+        self.keeper.keep(kind, self.made, part)
+        self.split = True
 
     def _tool(self, call: object) -> None:
         if not isinstance(call, Mapping):
@@ -188,6 +232,7 @@ class OpenAIConverter:
             self.calls[position] = block
             self.positions[call_id] = position
             self.queue.push(block, arguments)
+            self.made += 1
             return
         if call_id is not None and call_id != block.call_id:
             raise malformed(f"tool call {position} changed its id from {block.call_id!r} to {call_id!r}")
@@ -203,7 +248,9 @@ class OpenAIConverter:
     def end(self) -> list[StreamChunk]:
         """The response is over: end the blocks, then ``usage`` (when the provider sent it) and ``finish``.
 
-        Raises ``STREAM_CLOSED`` when no finish reason came, ``EMPTY_RESPONSE`` for a ``stop`` with no content.
+        Raises ``STREAM_CLOSED`` when no finish reason came, ``EMPTY_RESPONSE`` for a ``stop`` with no content
+        (neither a block nor a kept part). The finish carries ``replayState`` (``{"kept": [...]}``) only when a
+        part was kept.
         """
         reason = self.finish_reason
         if reason is None:
@@ -211,12 +258,16 @@ class OpenAIConverter:
         finish = finish_reason(reason, _FINISH, "finish_reason")
         queue = self.queue
         queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
-        if finish["kind"] == "stop" and queue.count == 0:
+        if finish["kind"] == "stop" and queue.count == 0 and not self.keeper.items:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out = queue.take()
         if self.usage is not None:
             out.append({"type": "usage", "usage": self.usage})
-        out.append({"type": "finish", "reason": finish})
+        replay = self.keeper.state()
+        if replay is None:
+            out.append({"type": "finish", "reason": finish})
+        else:
+            out.append({"type": "finish", "reason": finish, "replayState": replay})
         return out
 
 
@@ -239,15 +290,20 @@ def from_openai_chunks(
 
 
 def openai_messages(options: GenerateOptions, *, send_reasoning: bool) -> list[dict[str, Any]]:
-    """The request's ``messages``: the system prompt, then the conversation in the chat-completions form."""
+    """The request's ``messages``: the system prompt, then the conversation in the chat-completions form.
+
+    An assistant turn's text is its ``content``: a string, or, when the turn kept content parts for replay, the
+    list of its parts with the kept ones back where they came (the form the provider sent).
+    """
     out: list[dict[str, Any]] = []
     if options.system is not None:
         out.append({"role": "system", "content": options.system})
     for message in options.messages:
         if isinstance(message, AssistantMessage):
             entry: dict[str, Any] = {"role": "assistant"}
+            kept = kept_blocks(message.replay_state)
             texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
-            entry["content"] = "".join(texts) if texts else None
+            entry["content"] = _parts(message, kept) if kept else "".join(texts) if texts else None
             if send_reasoning:
                 reasoning = [b.text for b in message.blocks if isinstance(b, ReasoningBlock)]
                 if reasoning:
@@ -264,6 +320,18 @@ def openai_messages(options: GenerateOptions, *, send_reasoning: bool) -> list[d
         else:
             out.append({"role": "user", "content": message.content})
     return out
+
+
+def _parts(message: AssistantMessage, kept: list[KeptBlock]) -> list[dict[str, Any]]:
+    """A turn's text blocks as text parts, with its kept parts put back where they came."""
+    places = by_position(kept, len(message.blocks))
+    parts: list[dict[str, Any]] = []
+    for position, block in enumerate(message.blocks):
+        parts.extend(item.data for item in places[position])
+        if isinstance(block, TextBlock) and block.text:
+            parts.append({"type": "text", "text": block.text})
+    parts.extend(item.data for item in places[-1])
+    return parts
 
 
 class OpenAICompatibleAdapter(HttpAdapter):
@@ -312,7 +380,7 @@ class OpenAICompatibleAdapter(HttpAdapter):
         """The declared models; with none declared, the endpoint's ``GET /models``."""
         if self.models:
             return list(self.models.values())
-        from ._http import request_json
+        from .http import request_json
 
         url = f"{self.base_url}/models"
         try:

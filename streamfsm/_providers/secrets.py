@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from ._errors import ErrorCode, LlmError
+from .._errors import ErrorCode, LlmError
 
 __all__ = ["REDACTED", "Redactor", "check_api_key", "check_headers", "is_secret_header"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ._errors import ErrorCode, LlmError
+from .._errors import ErrorCode, LlmError
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEEvent", "SSEParser", "parse_sse"]
 

@@ -1,0 +1,70 @@
+"""The provider layer: one module per wire API, and the pieces they share.
+
+Modelled on httpx's ``_transports``: flat modules, private to streamfsm, whose public names are re-exported
+here and, from here, by :mod:`streamfsm` (import them from there). The dependency goes one way: this package
+imports the core (the adapter contract in ``streamfsm/_adapter.py``, the chunk types, the errors); the core
+does not import it, except ``streamfsm/__init__.py`` to re-export it and the recordings reader, which imports
+a converter when it reads a provider recording.
+
+One module per wire API, named for the API, its converter and its HTTP adapter together (split in two,
+``<api>_convert.py`` and ``<api>_adapter.py``, once the module passes about 600 lines):
+
+- ``openai_chat.py``: OpenAI-compatible chat completions (``chat.completion.chunk``):
+  :class:`OpenAIConverter`, :func:`from_openai_chunks`, :class:`OpenAICompatibleAdapter`.
+- ``anthropic_messages.py``: the Anthropic Messages API: :class:`AnthropicConverter`,
+  :func:`from_anthropic_events`, :class:`AnthropicAdapter`.
+
+The shared pieces, each named for what it holds:
+
+- ``convert.py``: driving a converter over sync or async events, dicts or SDK objects (``convert``,
+  ``as_event``); reading one event (``event_object``); a malformed event; token counts; stop reasons.
+- ``blocks.py``: ``ProviderBlock``, a block as it is converted (its chunks; whether a tool call's arguments
+  are complete JSON yet).
+- ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
+  until the open one may end, so that the output is valid under ``Policy.STRICT``.
+- ``classify.py``: every failure a provider reports, as an ``ErrorCode``: an HTTP error status (with
+  ``retry-after`` and the request id), an error sent inside a stream (its numeric ``code`` or ``status`` read
+  as an HTTP status first), the wordings of a context overflow or an exhausted quota.
+- ``base.py``: :class:`HttpAdapter`, the base of the adapters over HTTP (key, headers, bounds, redaction).
+- ``http.py``: one streamed POST within bounds, ended by an abort or a deadline (the ``http`` extra).
+- ``sse.py``: the bounded server-sent-events parser; ``body.py``: bounded content decoding;
+  ``secrets.py``: key and header checks, and redaction.
+
+A new wire API goes in one new module named for it (``openai_responses.py``, ``gemini_generate_content.py``,
+``bedrock_converse.py``, ``cohere_chat.py``), which provides:
+
+1. A sans-IO converter class: ``feed(event: Mapping) -> list[StreamChunk]`` (the chunks one provider event
+   completes) and ``end() -> list[StreamChunk]`` (the input is over), the ``Converter`` protocol of
+   ``convert.py``. It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
+   interleave them; raises ``malformed(...)`` for an event outside the provider's documented format; raises
+   ``stream_failure(...)`` (or classifies with ``classify_failure``) for a failure the provider reports, so
+   that every API's failures get the codes the HTTP adapters give; maps stop reasons with ``finish_reason``.
+   What the block protocol has no word for is to be kept verbatim for replay, not rejected.
+2. ``from_<api>_<events>(events)`` (``from_openai_responses_events``, ``from_gemini_chunks``, ...), overloaded
+   for ``Iterable`` and ``AsyncIterable`` and returning ``convert(TheConverter(), events, "<one event>")``: it
+   takes sync or async iterables of dicts or of the official SDK's objects (``as_event`` dumps those) and
+   gives the same kind of iterator back.
+3. Optionally an :class:`HttpAdapter` subclass, its constructor parameters spelled out (not ``**kwargs``:
+   users read them), with ``provider_headers()`` (how the key is sent), ``request_body(options)`` and
+   ``stream(options)``, which returns ``self._converted(TheConverter(), path, body, options.signal, end)``.
+   It imports ``httpx`` only under ``TYPE_CHECKING``: ``import streamfsm`` must work without the extra.
+
+Then its public names are re-exported below and by ``streamfsm/__init__.py``, the recordings reader
+(``streamfsm/_recordings.py``) learns its format, and the README's Adapters section gets a table for it.
+"""
+
+from __future__ import annotations
+
+from .anthropic_messages import AnthropicAdapter, AnthropicConverter, from_anthropic_events
+from .base import HttpAdapter
+from .openai_chat import OpenAICompatibleAdapter, OpenAIConverter, from_openai_chunks
+
+__all__ = [
+    "AnthropicAdapter",
+    "AnthropicConverter",
+    "HttpAdapter",
+    "OpenAICompatibleAdapter",
+    "OpenAIConverter",
+    "from_anthropic_events",
+    "from_openai_chunks",
+]

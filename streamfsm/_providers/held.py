@@ -1,0 +1,113 @@
+"""Held-back blocks: content that a provider interleaves, put in the one-block-at-a-time order of ``STRICT``.
+
+Provider formats let content interleave (OpenAI streams parallel tool calls by index and may send text between
+them); the block protocol under ``Policy.STRICT`` does not. A :class:`BlockQueue` keeps one block open at a
+time: the first block streams live, later ones are held back (buffered) and started, with everything they
+buffered as one delta, once the open block can end. A converter whose provider may interleave pushes every
+block through one queue and returns :meth:`BlockQueue.take` after each event; one whose provider never does
+(Anthropic's blocks start and stop in order) uses :class:`~.blocks.ProviderBlock` directly.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from .._wire import StreamChunk
+from .blocks import ProviderBlock
+
+__all__ = ["BlockQueue"]
+
+
+class BlockQueue:
+    """Numbers blocks in order and keeps at most one open; later blocks wait, buffered, until it may end.
+
+    A text or reasoning block may end as soon as another block has content. A tool call may end once its
+    arguments are a complete JSON value, or when the response ends. A block the provider said is complete
+    (:meth:`end`) ends as soon as it is open. Empty arguments become ``{}``, the provider's way of saying "no
+    arguments".
+    """
+
+    __slots__ = ("blocks", "done", "next_index", "out")
+
+    def __init__(self) -> None:
+        # Not yet ended; blocks[0] is the open one once started. A deque: ending the first of many held blocks is O(1).
+        self.blocks: deque[ProviderBlock] = deque()
+        self.next_index = 0
+        self.out: list[StreamChunk] = []
+        # The blocks (by identity) the provider said are complete (:meth:`end`), not yet ended.
+        self.done: set[int] = set()
+
+    @property
+    def count(self) -> int:
+        """How many blocks were started."""
+        return self.next_index
+
+    def add(self, block: ProviderBlock, text: str) -> None:
+        """Append content to ``block`` (which must be in the queue): live if it is open, buffered otherwise."""
+        block.parts.append(text)
+        if block.started:
+            if text:
+                self.out.append(block.delta(text))
+            return
+        self._advance()
+
+    def push(self, block: ProviderBlock, text: str) -> None:
+        """A new block, with its first content."""
+        self.blocks.append(block)
+        block.parts.append(text)
+        self._advance()
+
+    def last(self) -> ProviderBlock | None:
+        """The most recent block still in the queue."""
+        return self.blocks[-1] if self.blocks else None
+
+    def end(self, block: ProviderBlock) -> None:
+        """The provider said ``block`` (in the queue, or already ended) is complete: it ends as soon as it is open,
+        whatever follows it (for providers that mark the end of each block, as the Responses API does)."""
+        if not block.ended:
+            self.done.add(id(block))
+            self._advance()
+
+    def _advance(self) -> None:
+        blocks = self.blocks
+        while blocks:
+            head = blocks[0]
+            if not head.started:
+                self._start(head)
+            if id(head) in self.done:
+                self.done.discard(id(head))
+            elif len(blocks) == 1 or (head.kind == "tool-call" and not head.arguments_complete()):
+                return
+            self.out.extend(blocks.popleft().close())
+
+    def _start(self, block: ProviderBlock) -> None:
+        block.index = self.next_index
+        self.next_index += 1
+        block.started = True
+        out = self.out
+        out.append({"type": "block-start", "index": block.index, "blockType": block.kind})
+        held = "".join(block.parts)
+        block.parts = [held] if held else []
+        if block.kind == "tool-call":
+            out.append(block.opening(held))
+        elif held:
+            out.append(block.delta(held))
+
+    def close_all(self, *, keep_cut_calls: bool) -> None:
+        """End every block (starting held ones). With ``keep_cut_calls``, a tool call whose arguments are
+        not complete (none came, or they were cut off) is left open: the response was cut (``max-tokens``, an
+        error) and the call is interrupted, not a call to run."""
+        while self.blocks:
+            head = self.blocks[0]
+            if not head.started:
+                self._start(head)
+            if keep_cut_calls and head.kind == "tool-call" and not head.arguments_complete():
+                # Blocks after it cannot start under STRICT while it stays open; they were cut as well.
+                self.blocks.clear()
+                return
+            self.out.extend(self.blocks.popleft().close())
+
+    def take(self) -> list[StreamChunk]:
+        """The chunks produced since the last call."""
+        out, self.out = self.out, []
+        return out

@@ -1,0 +1,521 @@
+"""The OpenAI Responses API (``POST /responses`` with ``stream: true``; OpenAI, Azure, xAI, LM Studio) to the block
+protocol.
+
+:class:`OpenAIResponsesConverter` is sans-IO (fed the stream's events as dicts); :func:`from_openai_responses_events`
+wraps it around any iterable of events, dicts or the ``openai`` SDK's ``ResponseStreamEvent`` objects. The HTTP
+adapter, which sends a conversation back in the API's ``input`` form, is :mod:`.openai_responses_adapter`.
+
+A response is a list of *output items*, each streamed between ``response.output_item.added`` and
+``response.output_item.done``. What the block protocol has words for becomes blocks: a ``message``'s
+``output_text`` (and ``refusal``) parts text blocks, a ``reasoning`` item's summary parts and reasoning-text parts
+reasoning blocks, a ``function_call`` or ``custom_tool_call`` a tool call. Every other item (web and file search,
+code interpreter, image generation, MCP, shell, computer use, items added since) and every reasoning item (its id
+and ``encrypted_content`` are what the API needs to see again) is kept verbatim for replay (:mod:`.replay`), and so
+are a text's annotations (citations).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, overload
+
+import orjson
+
+from .._errors import ErrorCode, LlmError
+from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .blocks import Kind, ProviderBlock
+from .classify import stream_failure
+from .convert import convert, finish_reason, malformed, non_negative_int
+from .held import BlockQueue
+from .replay import Keeper
+
+__all__ = ["OpenAIResponsesConverter", "from_openai_responses_events", "responses_usage"]
+
+#: ``incomplete_details.reason`` of a ``response.incomplete``; any other reason is an ``error`` finish whose code is
+#: the reason upper-cased (``content_filter`` → ``CONTENT_FILTER``).
+_INCOMPLETE: dict[str, WireFinishReason] = {"max_output_tokens": {"kind": "max-tokens"}}
+
+#: The error ``code`` s of a failed response (``ResponseError.code``) that name no kind the classification knows,
+#: with the kind they are (when the error has no ``type`` of its own): the request's fault, or the server's.
+_FAILED_KINDS = {
+    "invalid_prompt": "invalid_request_error",
+    "data_residency_mismatch": "invalid_request_error",
+    "bio_policy": "invalid_request_error",
+    "misalignment_policy_violation": "invalid_request_error",
+    "vector_store_timeout": "server_error",
+}
+#: ... and the prefixes of the rest: every image error is the request's (``invalid_image_url``, ``image_too_large``).
+_REQUEST_PREFIXES = ("invalid_", "image_", "empty_image", "unsupported_image", "failed_to_download_image")
+
+#: The client tool calls: what becomes a tool-call block.
+_CALLS = frozenset({"function_call", "custom_tool_call"})
+
+
+def _escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string (a lone surrogate, which UTF-8 cannot carry, as its ``\\u`` escape)."""
+    try:
+        return orjson.dumps(text).decode()[1:-1]
+    except orjson.JSONEncodeError:
+        return json.dumps(text)[1:-1]
+
+
+def _str(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise malformed(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _position(event: Mapping[str, Any], key: str) -> int:
+    value = event.get(key, 0 if key != "output_index" else None)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise malformed(f"{event.get('type')}: {key!r} must be an integer ≥ 0, got {value!r}")
+    return value
+
+
+def _count(container: object, key: str, name: str) -> int | None:
+    value = container.get(key) if isinstance(container, Mapping) else None
+    return None if value is None else non_negative_int(value, name)
+
+
+def responses_usage(usage: Mapping[str, Any]) -> WireUsage:
+    """A response's ``usage`` as the protocol's disjoint counts.
+
+    ``input_tokens`` counts every input token: ``inputTokens`` is what is left once the cached tokens
+    (``input_tokens_details.cached_tokens`` → ``cacheReadTokens``) and those written to the cache
+    (``input_tokens_details.cache_write_tokens`` → ``cacheWriteTokens``) are taken out; ``outputTokens`` is
+    ``output_tokens`` (reasoning included), ``reasoningTokens`` ``output_tokens_details.reasoning_tokens``. A count
+    absent or null is 0 (or left out, for the optional ones).
+    """
+    details = usage.get("input_tokens_details")
+    cached = _count(details, "cached_tokens", "input_tokens_details.cached_tokens")
+    written = _count(details, "cache_write_tokens", "input_tokens_details.cache_write_tokens")
+    total = _count(usage, "input_tokens", "input_tokens") or 0
+    result: WireUsage = {
+        "inputTokens": max(0, total - (cached or 0) - (written or 0)),
+        "outputTokens": _count(usage, "output_tokens", "output_tokens") or 0,
+    }
+    if cached is not None:
+        result["cacheReadTokens"] = cached
+    if written is not None:
+        result["cacheWriteTokens"] = written
+    reasoning = _count(usage.get("output_tokens_details"), "reasoning_tokens", "output_tokens_details.reasoning_tokens")
+    if reasoning is not None:
+        result["reasoningTokens"] = reasoning
+    return result
+
+
+class _Part:
+    """The text of one part of an item (a message's output text or refusal, a reasoning summary or text, a call's
+    arguments): the blocks it went into (more than one only if another item interleaved with it) and its text,
+    which is the blocks' own (a custom tool's input is kept apart as well, unescaped)."""
+
+    __slots__ = ("blocks", "kind", "raw", "text")
+
+    def __init__(self, kind: Kind, raw: bool = False) -> None:
+        self.kind: Kind = kind
+        self.blocks: list[tuple[ProviderBlock, int]] = []  # each block, with its place in the turn
+        self.raw: list[str] | None = [] if raw else None  # a custom tool's input, as it came
+        self.text: str | None = ""  # the text, once asked for (None: not joined since the last piece)
+
+    def full(self) -> str:
+        """Everything so far, joined once per change (asking again after each ``.done`` stays linear)."""
+        if self.text is None:
+            if self.raw is not None:
+                self.text = "".join(self.raw)
+                self.raw = [self.text]
+            elif self.kind == "tool-call":
+                self.text = "".join(self.blocks[0][0].parts)  # its parts stay: their JSON is scanned as they come
+            else:
+                for block, _ in self.blocks:
+                    block.parts = ["".join(block.parts)]  # one piece, the same string as the part's text
+                self.text = "".join(block.parts[0] for block, _ in self.blocks)
+        return self.text
+
+
+class _Item:
+    """One output item: its type, id, where it came in the turn, and the parts its content went into."""
+
+    __slots__ = ("at", "call", "data", "done", "id", "kind", "parts")
+
+    def __init__(self, kind: str, at: int, data: Mapping[str, Any]) -> None:
+        self.kind = kind
+        self.at = at  # how many blocks of the turn came before it
+        self.data = data
+        self.id = data.get("id") if isinstance(data.get("id"), str) else None
+        self.parts: dict[tuple[str, int], _Part] = {}
+        self.call: _Part | None = None
+        self.done = False
+
+
+class OpenAIResponsesConverter:
+    """Turns Responses API stream events into block-protocol chunks.
+
+    Blocks are numbered in the order their content first comes and kept one open at a time (:mod:`.held`), so
+    the output is valid under ``Policy.STRICT`` even if a server interleaves items; each ends at its ``.done``
+    event. A part's ``.done`` (and the item's ``output_item.done``) carries its whole text: what the deltas did not
+    bring is added, so a server that sends items whole converts too; a final text that contradicts its deltas is
+    ``MALFORMED_RESPONSE``. A ``custom_tool_call``'s free-text input becomes the arguments ``{"input": "…"}``.
+    Progress events (``response.web_search_call.searching``, ...) and event types added since are skipped.
+
+    ``response.completed`` ends the turn with ``tool-calls`` whenever it has a client tool call (the API says
+    ``completed`` for those too), else ``stop``; ``response.incomplete`` with ``max_output_tokens`` is
+    ``max-tokens``, with another reason an ``error`` finish whose code is the reason upper-cased
+    (``CONTENT_FILTER``). ``response.failed`` and an ``error`` event raise their coded :class:`LlmError`.
+
+    The finish's ``replayState``: ``response`` (id, model, status), ``blocks`` (one entry per block: the item it
+    came from, for the adapter to send it back as the same item), and ``kept`` (:mod:`.replay`).
+    """
+
+    def __init__(self) -> None:
+        self.queue = BlockQueue()
+        self.keeper = Keeper()
+        self.items: dict[int, _Item] = {}  # by output_index
+        self.meta: list[dict[str, Any]] = []  # one entry per block, in order
+        self.calls = 0
+        self.response: dict[str, Any] = {}
+        self.ended: str | None = None  # the event that ended the response
+
+    # --- Events ---
+
+    def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
+        """Convert one event; returns the protocol chunks it completes."""
+        kind = event.get("type")
+        if self.ended is not None:
+            raise malformed(f"event {kind!r} after {self.ended}: a stream of more than one response is not one turn")
+        if not isinstance(kind, str):
+            raise malformed(f"an event without a 'type': {sorted(event)[:8]}")
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, event)
+        elif kind == "error":
+            error = event.get("error")
+            if not isinstance(error, Mapping):  # the SDK's ResponseErrorEvent: code, message and param on the event
+                error = {key: event[key] for key in ("code", "message", "param") if key in event}
+            raise stream_failure({"error": error}, "in an error event")
+        elif kind in ("response.completed", "response.incomplete"):
+            return self._finish(kind, self._response(event))
+        elif kind == "response.failed":
+            raise self._failed(self._response(event))
+        return self.queue.take()
+
+    def _response(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
+        response = event.get("response")
+        if not isinstance(response, Mapping):
+            raise malformed(f"{event.get('type')} without a 'response' object")
+        found = response.get("id")
+        if isinstance(found, str):
+            known = self.response.get("id")
+            if known is not None and known != found:
+                raise malformed(f"response {found!r} began before response {known!r} ended: not one turn")
+            self.response["id"] = found
+        if isinstance(response.get("model"), str):
+            self.response["model"] = response["model"]
+        return response
+
+    def _started(self, event: Mapping[str, Any]) -> None:  # response.created, .in_progress, .queued
+        self._response(event)
+
+    def _item(self, event: Mapping[str, Any], kinds: frozenset[str]) -> _Item:
+        """The item (of one of ``kinds``) an event is about. A text event for an item never added makes it (a server
+        may send no ``output_item.added``); a call's cannot, as its id and name come with the item."""
+        position = _position(event, "output_index")
+        item = self.items.get(position)
+        if item is None:
+            if kinds is _CALLS:
+                raise malformed(f"{event.get('type')} for output item {position}, which was not added")
+            item_id = event.get("item_id")
+            data = {"id": item_id} if isinstance(item_id, str) and item_id else {}
+            item = self.items[position] = _Item(next(iter(kinds)), len(self.meta), data)
+        elif item.kind not in kinds:
+            raise malformed(f"{event.get('type')} for output item {position}, a {item.kind!r}")
+        if item.done:
+            raise malformed(f"{event.get('type')} for output item {position} after its output_item.done")
+        return item
+
+    def _added(self, event: Mapping[str, Any]) -> None:
+        data = event.get("item")
+        position = _position(event, "output_index")
+        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+            raise malformed(f"output item {position} was added without an 'item' object with a type")
+        if position in self.items:
+            raise malformed(f"output item {position} was added twice")
+        item = self.items[position] = _Item(data["type"], len(self.meta), data)
+        if item.kind in _CALLS:
+            self._call(item, data)
+
+    def _call(self, item: _Item, data: Mapping[str, Any]) -> _Part:
+        call = item.call
+        if call is None:
+            call_id, name = data.get("call_id"), data.get("name")
+            if not isinstance(call_id, str) or not call_id:
+                raise malformed(f"a {item.kind} without a call_id")
+            if not isinstance(name, str) or not name:
+                raise malformed(f"{item.kind} {call_id} without a name")
+            call = item.call = _Part("tool-call", raw=item.kind == "custom_tool_call")
+            block = ProviderBlock("tool-call", call_id, name)
+            self._push(item, call, block, '{"input":"' if item.kind == "custom_tool_call" else "", "")
+            self.calls += 1
+            field = "arguments" if item.kind == "function_call" else "input"
+            self._grow(item, call, _str(data.get(field) or "", f"{item.kind}.{field}"))
+        return call
+
+    def _done(self, event: Mapping[str, Any]) -> None:
+        data = event.get("item")
+        position = _position(event, "output_index")
+        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+            raise malformed(f"output item {position} was done without an 'item' object with a type")
+        item = self.items.get(position)
+        if item is None:  # sent whole
+            item = self.items[position] = _Item(data["type"], len(self.meta), data)
+        elif item.done:
+            raise malformed(f"output item {position} was done twice")
+        elif item.kind != data["type"]:
+            raise malformed(f"output item {position} was added as {item.kind!r} and done as {data['type']!r}")
+        kind = item.kind
+        if kind == "message":
+            self._message_done(item, data)
+        elif kind in _CALLS:
+            call = self._call(item, data)
+            field = "arguments" if kind == "function_call" else "input"
+            if field in data:
+                self._settle(item, call, _str(data[field], f"{kind}.{field}"), f"{kind}.{field}")
+            self._end_call(item, call)
+        else:
+            if kind == "reasoning":
+                self._reasoning_done(item, data)
+            self.keeper.keep(kind, item.at, data)
+        item.done = True
+        item.data = data
+
+    def _message_done(self, item: _Item, data: Mapping[str, Any]) -> None:
+        content = data.get("content") or []
+        if not isinstance(content, list):
+            raise malformed(f"message content must be a list, got {type(content).__name__}")
+        for number, part in enumerate(content):
+            if not isinstance(part, Mapping):
+                raise malformed(f"a message content part must be an object, got {type(part).__name__}")
+            name = part.get("type")
+            field = _PART_FIELDS.get(name) if isinstance(name, str) else None
+            if name is None or field is None:
+                continue  # a part type added since: nothing to show, and it is in no block
+            key = (name, number)
+            self._settle(item, item.parts.get(key), _str(part.get(field, ""), f"{name}.{field}"), name, key)
+            target = item.parts.get(key)
+            annotations = part.get("annotations")
+            if isinstance(annotations, list) and annotations and target is not None and target.blocks:
+                self._cite(target.blocks[-1][1], annotations)
+        self._end_parts(item)
+
+    def _cite(self, place: int, annotations: list[Any]) -> None:
+        """Keep a text's annotations, after its block (at ``place``), and say in its replay entry which they are."""
+        claimed = self.meta[place].setdefault("annotations", [])
+        for annotation in annotations:
+            if isinstance(annotation, Mapping):
+                claimed.append(len(self.keeper.items))
+                kind = annotation.get("type")
+                self.keeper.keep(kind if isinstance(kind, str) else "annotation", place + 1, annotation)
+
+    def _reasoning_done(self, item: _Item, data: Mapping[str, Any]) -> None:
+        for field, key_name in (("summary", "summary"), ("content", "reasoning_text")):
+            parts = data.get(field) or []
+            if not isinstance(parts, list):
+                raise malformed(f"reasoning {field} must be a list, got {type(parts).__name__}")
+            for number, part in enumerate(parts):
+                text = _str(part.get("text", "") if isinstance(part, Mapping) else None, f"reasoning {field} text")
+                self._settle(item, item.parts.get((key_name, number)), text, key_name, (key_name, number))
+        self._end_parts(item)
+
+    # --- Content ---
+
+    def _push(self, item: _Item, part: _Part, block: ProviderBlock, text: str, name: str) -> None:
+        place = len(self.meta)
+        part.blocks.append((block, place))
+        meta: dict[str, Any] = {"item": item.id} if item.id else {}
+        if part.kind == "tool-call":
+            meta["type"] = item.kind
+        elif item.kind == "message":
+            meta["part"] = name
+            if isinstance(item.data.get("phase"), str):
+                meta["phase"] = item.data["phase"]
+        self.meta.append(meta)
+        self.queue.push(block, text)
+
+    def _grow(self, item: _Item, part: _Part, text: str, name: str = "") -> None:
+        """Add ``text`` to ``part``: to its open block, or to a new one (its first text, or a continuation after
+        another item's block made it end)."""
+        if not text:
+            return
+        if part.raw is not None:
+            part.raw.append(text)
+        part.text = None
+        if part.kind == "tool-call":
+            block, _ = part.blocks[0]
+            if block.ended or id(block) in self.queue.done:
+                raise malformed(f"arguments for {block.call_id} came after they were done: {text[:40]!r}")
+            self.queue.add(block, _escaped(text) if item.kind == "custom_tool_call" else text)
+            return
+        if part.blocks and not part.blocks[-1][0].ended:
+            self.queue.add(part.blocks[-1][0], text)
+        else:
+            self._push(item, part, ProviderBlock(part.kind), text, name)
+
+    def _settle(
+        self, item: _Item, part: _Part | None, full: str, what: str, key: tuple[str, int] | None = None
+    ) -> None:
+        """A part's whole text: what its deltas did not bring is added; anything else is malformed."""
+        if part is None:
+            if not full:
+                return
+            assert key is not None
+            part = item.parts[key] = _Part("text" if key[0] in ("output_text", "refusal") else "reasoning")
+        have = part.full()
+        if full != have:
+            if not full.startswith(have):
+                raise malformed(f"the final {what} of output item {item.id or '?'} is not what its deltas sent")
+            self._grow(item, part, full[len(have) :], key[0] if key else "")
+
+    def _text(self, event: Mapping[str, Any], kinds: frozenset[str], name: str, index: str, field: str) -> None:
+        item = self._item(event, kinds)
+        key = (name, _position(event, index))
+        part = item.parts.get(key)
+        if event["type"].endswith(".delta"):
+            text = _str(event.get("delta"), f"{event['type']}.delta")
+            if part is None:
+                part = item.parts[key] = _Part("text" if item.kind == "message" else "reasoning")
+            self._grow(item, part, text, name)
+        else:
+            self._settle(item, part, _str(event.get(field), f"{event['type']}.{field}"), name, key)
+
+    def _output_text(self, event: Mapping[str, Any]) -> None:
+        self._text(event, _MESSAGE, "output_text", "content_index", "text")
+
+    def _refusal(self, event: Mapping[str, Any]) -> None:
+        self._text(event, _MESSAGE, "refusal", "content_index", "refusal")
+
+    def _summary(self, event: Mapping[str, Any]) -> None:
+        self._text(event, _REASONING, "summary", "summary_index", "text")
+
+    def _summary_part(self, event: Mapping[str, Any]) -> None:  # reasoning_summary_part.done: the part's text
+        part = event.get("part")
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            self._text({**event, "text": part["text"]}, _REASONING, "summary", "summary_index", "text")
+
+    def _reasoning_text(self, event: Mapping[str, Any]) -> None:
+        self._text(event, _REASONING, "reasoning_text", "content_index", "text")
+
+    def _arguments(self, event: Mapping[str, Any]) -> None:
+        item = self._item(event, _CALLS)
+        call = self._call(item, item.data)
+        if event["type"].endswith(".delta"):
+            self._grow(item, call, _str(event.get("delta"), f"{event['type']}.delta"))
+            return
+        field = "arguments" if item.kind == "function_call" else "input"
+        self._settle(item, call, _str(event.get(field), f"{event['type']}.{field}"), f"{item.kind}.{field}")
+        self._end_call(item, call)
+
+    def _end_call(self, item: _Item, call: _Part) -> None:
+        block, _ = call.blocks[0]
+        if block.ended or id(block) in self.queue.done:
+            return
+        if item.kind == "custom_tool_call":
+            self.queue.add(block, '"}')
+        self.queue.end(block)
+
+    def _end_parts(self, item: _Item) -> None:
+        for part in item.parts.values():
+            for block, _ in part.blocks:
+                self.queue.end(block)
+
+    # --- The end ---
+
+    def _failed(self, response: Mapping[str, Any]) -> LlmError:
+        error = response.get("error")
+        if not isinstance(error, Mapping):
+            error = {"message": "the response failed without saying why"}
+        code = error.get("code")
+        if isinstance(code, str) and not error.get("type"):
+            kind = _FAILED_KINDS.get(code) or ("invalid_request_error" if code.startswith(_REQUEST_PREFIXES) else None)
+            if kind is not None:
+                error = {**error, "type": kind}
+        return stream_failure({"error": error}, "in response.failed")
+
+    def _finish(self, kind: str, response: Mapping[str, Any]) -> list[StreamChunk]:
+        self.ended = kind
+        queue = self.queue
+        if kind == "response.completed":
+            finish: WireFinishReason = {"kind": "tool-calls"} if self.calls else {"kind": "stop"}
+        else:
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, Mapping) else None
+            reason = reason if isinstance(reason, str) and reason else "incomplete"
+            finish = finish_reason(reason, _INCOMPLETE, "incomplete_details.reason")
+        queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
+        if finish["kind"] == "stop" and queue.count == 0 and all(k["type"] == "reasoning" for k in self.keeper.items):
+            raise LlmError("the provider completed the response without any content", ErrorCode.EMPTY_RESPONSE)
+        out = queue.take()
+        usage = response.get("usage")
+        if usage is not None:
+            if not isinstance(usage, Mapping):
+                raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
+            out.append({"type": "usage", "usage": responses_usage(usage)})
+        status = response.get("status")
+        state = self.keeper.state(
+            response={**self.response, **({"status": status} if isinstance(status, str) else {})},
+            blocks=list(self.meta) if self.meta else None,
+        )
+        if state is None:
+            out.append({"type": "finish", "reason": finish})
+        else:
+            out.append({"type": "finish", "reason": finish, "replayState": state})
+        return out
+
+    def end(self) -> list[StreamChunk]:
+        """The input is over: nothing more once the response ended, else ``STREAM_CLOSED``."""
+        if self.ended is None:
+            raise LlmError(
+                "the stream ended without response.completed, response.incomplete or response.failed",
+                ErrorCode.STREAM_CLOSED,
+            )
+        return []
+
+
+_MESSAGE = frozenset({"message"})
+#: A message's content parts that are text, and the field their text is in.
+_PART_FIELDS = {"output_text": "text", "refusal": "refusal"}
+_REASONING = frozenset({"reasoning"})
+_HANDLERS = {
+    "response.created": OpenAIResponsesConverter._started,
+    "response.in_progress": OpenAIResponsesConverter._started,
+    "response.queued": OpenAIResponsesConverter._started,
+    "response.output_item.added": OpenAIResponsesConverter._added,
+    "response.output_item.done": OpenAIResponsesConverter._done,
+    "response.output_text.delta": OpenAIResponsesConverter._output_text,
+    "response.output_text.done": OpenAIResponsesConverter._output_text,
+    "response.refusal.delta": OpenAIResponsesConverter._refusal,
+    "response.refusal.done": OpenAIResponsesConverter._refusal,
+    "response.reasoning_summary_text.delta": OpenAIResponsesConverter._summary,
+    "response.reasoning_summary_text.done": OpenAIResponsesConverter._summary,
+    "response.reasoning_summary_part.done": OpenAIResponsesConverter._summary_part,
+    "response.reasoning_text.delta": OpenAIResponsesConverter._reasoning_text,
+    "response.reasoning_text.done": OpenAIResponsesConverter._reasoning_text,
+    "response.function_call_arguments.delta": OpenAIResponsesConverter._arguments,
+    "response.function_call_arguments.done": OpenAIResponsesConverter._arguments,
+    "response.custom_tool_call_input.delta": OpenAIResponsesConverter._arguments,
+    "response.custom_tool_call_input.done": OpenAIResponsesConverter._arguments,
+}
+
+
+@overload
+def from_openai_responses_events(events: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
+@overload
+def from_openai_responses_events(events: Iterable[Any]) -> Iterator[StreamChunk]: ...
+def from_openai_responses_events(
+    events: Iterable[Any] | AsyncIterable[Any],
+) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
+    """Convert a Responses API event stream (dicts or the ``openai`` SDK's event objects, sync or async).
+
+    The block-protocol chunks come out as the events go in; ``usage`` and ``finish`` at ``response.completed``
+    (or ``response.incomplete``). Send the output through :func:`streamfsm.validate` to check and assemble it.
+    """
+    return convert(OpenAIResponsesConverter(), events, "a Responses stream event")

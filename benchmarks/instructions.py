@@ -13,6 +13,7 @@ a tool for comparing two versions of the machine, not for the targets. Needs ``v
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -36,10 +37,12 @@ for _ in range(rounds):
 
 def instructions(kind: str, rounds: int) -> int:
     """Instructions (Ir) of a child interpreter that assembles ``rounds`` rounds of the workload."""
+    # A fixed hash seed: string hashes decide dict layouts, and so how many probes a lookup takes.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", _DRIVER, kind,
          str(rounds)],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     )
     found = re.search(r"refs:\s+([\d,]+)", proc.stderr)
     if found is None:

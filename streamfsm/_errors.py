@@ -84,7 +84,9 @@ class LlmError(Exception):
     ``code`` is an :class:`ErrorCode` when it is one of the published codes; an adapter may
     pass any other non-empty string (for example a provider's own finish reason), which is
     kept as given. Protocol errors carry ``chunk_index``: the 0-based position of the
-    offending chunk (for ``STREAM_TRUNCATED``, the number of chunks received).
+    offending chunk (for ``STREAM_TRUNCATED``, the number of chunks received), and the machine's view:
+    ``state``, the state the chunk met, and ``expected``, the chunk types that state accepts under the
+    policy (``streamfsm._machine.accepts``).
     """
 
     code: str
@@ -93,6 +95,8 @@ class LlmError(Exception):
     retry_after_ms: int | None
     request_id: str | None
     chunk_index: int | None
+    state: str | None
+    expected: tuple[str, ...] | None
 
     def __init__(
         self,
@@ -103,6 +107,8 @@ class LlmError(Exception):
         retry_after_ms: int | None = None,
         request_id: str | None = None,
         chunk_index: int | None = None,
+        state: str | None = None,
+        expected: tuple[str, ...] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -111,6 +117,8 @@ class LlmError(Exception):
         self.retry_after_ms = retry_after_ms
         self.request_id = request_id
         self.chunk_index = chunk_index
+        self.state = state
+        self.expected = expected
 
     @property
     def retryable(self) -> bool:
@@ -130,13 +138,24 @@ class LlmError(Exception):
             request_id=self.request_id,
         )
 
+    @staticmethod
+    def wrap(exc: BaseException, where: str) -> LlmError:
+        """``exc`` as an :class:`LlmError`: itself if it is one; any other exception (a foreign one: an upstream's,
+        an adapter's, a bug's) as ``UNKNOWN``, its message ``"{where}: {type name}: {text}"``, with ``exc`` as its
+        ``__cause__``. ``where`` says who failed (``"the upstream failed after 3 chunk(s)"``)."""
+        if isinstance(exc, LlmError):
+            return exc
+        error = LlmError(f"{where}: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN)
+        error.__cause__ = exc
+        return error
+
     def __str__(self) -> str:
         where = f" (chunk {self.chunk_index})" if self.chunk_index is not None else ""
         return f"[{self.code}] {self.message}{where}"
 
     def __repr__(self) -> str:
         fields = [f"{self.message!r}", f"code={str(self.code)!r}"]
-        for name in ("status", "retry_after_ms", "request_id", "chunk_index"):
+        for name in ("status", "retry_after_ms", "request_id", "chunk_index", "state", "expected"):
             value = getattr(self, name)
             if value is not None:
                 fields.append(f"{name}={value!r}")
@@ -153,6 +172,8 @@ class LlmError(Exception):
                 self.retry_after_ms,
                 self.request_id,
                 self.chunk_index,
+                self.state,
+                self.expected,
             ),
         )
 
@@ -164,6 +185,8 @@ def _rebuild(
     retry_after_ms: int | None,
     request_id: str | None,
     chunk_index: int | None,
+    state: str | None = None,
+    expected: tuple[str, ...] | None = None,
 ) -> LlmError:
     return LlmError(
         message,
@@ -172,4 +195,6 @@ def _rebuild(
         retry_after_ms=retry_after_ms,
         request_id=request_id,
         chunk_index=chunk_index,
+        state=state,
+        expected=expected,
     )

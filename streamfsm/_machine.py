@@ -20,23 +20,33 @@ the first edge whose named guards hold decides the next state. A failed lookup *
 
 Which blocks are open is data the guards read, so one table serves both policies: ``interleave``
 (Policy.HARNESS lets a block start while another is open), ``last_open`` (this block-end closes the
-only open block), ``may_finish`` (no block is open, or the finish cuts the stream off).
+only open block), ``may_finish`` (no block is open, or the finish cuts the stream off). Their bits are
+named (:data:`INTERLEAVE`, :data:`LAST_OPEN`, :data:`MAY_FINISH`); :func:`accepts` says what a state
+accepts under a policy, and every protocol error carries it (``err.state``, ``err.expected``).
 
-Three paths, one contract. The *precise* path (``_precise``) is the definition: per chunk, in the
-order of SPEC §3, FAILED and FINISHED first (``CHUNK_AFTER_FINISH`` is decided before the chunk's
-shape), then the shape (``INVALID_CHUNK``), then the table (:data:`RESOLVED`: the table with its
-guards evaluated ahead, by guard bit mask), then the rules of the chunk's type, then the limits
-(``LIMIT_EXCEEDED`` comes last). Only then is anything committed, so a rejected chunk leaves no trace.
-It also writes the message that says what came, what was expected, and in which state.
+One path per chunk. A chunk goes to the handler of its type (``_on_block_start``, ``_on_delta``,
+``_on_block_end``, ``_on_usage``, ``_on_finish``), after the two checks that come before its shape
+(FAILED: the same error again; FINISHED: ``CHUNK_AFTER_FINISH``). Each handler runs the checks of SPEC §3
+in their order, written once, as fast tests on plain values:
 
-The *hot* path takes a delta for the one open block (always the case inside a block under STRICT):
-it checks type, index, field type, tool id and name, chunk and size limits, and appends the delta
-to the block's parts; nothing else runs. It is inlined in :meth:`StreamAssembler.feed` and, on
-locals, in :meth:`StreamAssembler.feed_many`. The *quick* path (``_quick_*``, one method per chunk
-type) accepts any other plain, valid chunk in one go. Both decline at the first doubt, having
-changed nothing, and the precise path decides; ``tests/test_paths.py`` replays valid, broken and
-hostile streams with them switched off (``_fast``) and requires identical outcomes and messages.
-Parts are joined once, at ``block-end``; big blocks are flushed into segments on the way.
+1. the shape of the fields it reads (``INVALID_CHUNK``): exact types, tested inline; anything the tests
+   doubt (another mapping, a ``str`` subclass, a failure or replay state to check whole, a block type or
+   finish kind only HARNESS knows) goes to ``_shaped`` — :func:`_shape.check`, the definition of a chunk's
+   shape — which fails with the field and the reason, or gives back a plain, exact-typed copy;
+2. the table (:data:`RESOLVED`, indexed by the named guard bits): may this chunk type come now? A failed
+   lookup is the protocol error :data:`REJECT` names;
+3. the rules of the chunk's type, in SPEC order;
+4. the limits (``LIMIT_EXCEEDED`` comes last).
+
+Only then is anything committed, so a rejected chunk leaves no trace. A check that fails calls a cold
+helper (``_fail``, ``_reject``, ``_mismatch``, ``_limit``) whose only job is to build the error: code,
+position, message, state and what the state accepts.
+
+One hot path, shared by ``feed`` and ``feed_many``: ``_take`` appends a delta for the one open block (the
+case of every delta inside a block under STRICT) when nothing about it is in doubt — its type, index, field
+type, tool id and name, the block's and the stream's room counted in cheap units (``_Open.cap``), the chunk
+limit — and otherwise declines, having changed nothing, so that the delta's handler decides. Parts are joined
+once, at ``block-end``; big blocks are flushed into segments on the way.
 
 This module is compiled with mypyc when the package is built (``setup.py``), which halves the
 per-chunk cost; it is also plain Python, and runs as such with ``STREAMFSM_PURE=1``.
@@ -44,11 +54,10 @@ per-chunk cost; it is also plain Python, and runs as such with ``STREAMFSM_PURE=
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from types import SimpleNamespace
-from typing import Any, ClassVar, Final, NoReturn, TypeVar
+from typing import Any, Final, NoReturn, TypeVar, cast
 
 import orjson
 from pydantic import BaseModel
@@ -76,11 +85,16 @@ from ._models import (
 from ._wire import CallId
 
 __all__ = [
+    "INTERLEAVE",
+    "LAST_OPEN",
+    "MAY_FINISH",
     "REJECT",
+    "RESOLVED",
     "STATES",
     "TABLE",
     "TRANSITIONS",
     "StreamAssembler",
+    "accepts",
     "diagram",
     "next_state",
 ]
@@ -201,6 +215,12 @@ GUARDS_OF: Final[dict[str, tuple[str, ...]]] = {
     "finish": ("may_finish",),
 }
 _BIT: Final = {guard: 1 << i for i, guard in enumerate(GUARDS)}
+#: The guard bits, by name: a block-start may interleave, a block-end closes the last open block, a finish may
+#: come (no block is open, or it cuts the stream off). ``RESOLVED[state][type][bits]`` is the next state.
+INTERLEAVE: Final = 1
+LAST_OPEN: Final = 2
+MAY_FINISH: Final = 4
+assert (_BIT["interleave"], _BIT["last_open"], _BIT["may_finish"]) == (INTERLEAVE, LAST_OPEN, MAY_FINISH)
 
 
 def _holds(mask: int) -> Callable[[str], bool]:
@@ -223,6 +243,31 @@ def _resolve() -> dict[str, dict[str, tuple[str | None, ...]]]:
 
 #: ``{state: {chunk type: (dest for each guard bit mask)}}``; None where the chunk is refused.
 RESOLVED: Final = _resolve()
+
+
+def _accepted(state: str, interleave: bool) -> tuple[str, ...]:
+    edges_by_type = TABLE.get(state, {})
+    accepted = {
+        chunk_type
+        for chunk_type, edges in edges_by_type.items()
+        if any(
+            ("interleave" not in conditions or interleave) and ("interleave" not in unless or not interleave)
+            for _, conditions, unless in edges
+        )
+    }
+    return tuple(t for t in _shape.CHUNK_TYPES if t in accepted)
+
+
+_ACCEPTS: Final = {(state, harness): _accepted(state, harness) for state in STATES for harness in (False, True)}
+
+
+def accepts(state: str, policy: Policy | str) -> tuple[str, ...]:
+    """The chunk types the machine accepts in ``state`` under ``policy``, in protocol order.
+
+    Read from :data:`TABLE`: an edge guarded by ``interleave`` exists only under ``Policy.HARNESS``. The
+    other guards depend on the stream (which blocks are open), so their edges are listed.
+    """
+    return _ACCEPTS[(state, policy is _HARNESS or Policy(policy) is _HARNESS)]
 
 
 def diagram(policy: Policy | str | None = None) -> str:
@@ -295,30 +340,39 @@ _FLUSH: Final = 4096
 class _Open:
     """A block that has started: its parts so far, and what its deltas have said.
 
-    One subclass a block type carries the type's constants (``kind``, the ``delta_type`` its deltas
-    have, the ``field`` that holds their text), so opening a block sets only what varies.
+    ``kind`` is the block type for one that takes deltas (``text``, ``reasoning``, ``tool-call``), with the
+    ``delta_type`` its deltas have and the ``field`` that holds their text; it is ``""`` for a block that
+    takes no deltas (an image, or under HARNESS a type not known), which no delta matches
+    (``BLOCK_TYPE_MISMATCH``). ``type_name`` is the ``blockType`` it was started with. Plain slots, not
+    class constants: the hot path reads them as fields of the struct.
     """
-
-    kind: ClassVar[str]
-    delta_type: ClassVar[str]
-    field: ClassVar[str]
 
     __slots__ = (
         "cap",
         "counted",
         "counted_parts",
+        "delta_type",
+        "field",
         "flushed",
         "hot_id",
         "id",
         "index",
+        "kind",
         "name",
         "parts",
         "size",
         "size_at_count",
+        "type_name",
     )
 
-    def __init__(self, index: int, fast_cap: int) -> None:
+    def __init__(
+        self, index: int, fast_cap: int, type_name: str, kind: str, delta_type: str, field: str, hot_id: object
+    ) -> None:
         self.index = index
+        self.type_name = type_name
+        self.kind = kind
+        self.delta_type = delta_type
+        self.field = field
         # The deltas' strings, joined once at block-end. Every _FLUSH parts or so, the parts since the
         # last flush are joined into one segment (the first ``flushed`` entries are segments), so a
         # block of a million one-byte deltas holds a few hundred strings, not a million pointers.
@@ -328,7 +382,7 @@ class _Open:
         self.name: str | None = None
         # What the hot path compares a delta's id with: None for text and reasoning (no id to check);
         # for a tool call, a marker no id equals until its first delta has set the id.
-        self.hot_id: object = None
+        self.hot_id = hot_id
         # ``size`` counts units (characters plus one a part) while ``cap >= 0``, then UTF-8 bytes (``cap``
         # is -1 from then on): a character is 4 bytes at most, so units under a quarter of the byte
         # limit are under it. The hot path appends while ``size`` stays within ``cap``; past it the quick
@@ -386,66 +440,21 @@ class _Open:
 
     def block_type(self) -> str:
         """The ``blockType`` this block was started with."""
-        return self.kind
-
-    def describe(self) -> str:
-        return f"block {self.index} ({self.block_type()})"
-
-
-class _OpenText(_Open):
-    __slots__ = ()
-    kind = "text"
-    delta_type = "text-delta"
-    field = "text"
-
-
-class _OpenReasoning(_Open):
-    __slots__ = ()
-    kind = "reasoning"
-    delta_type = "reasoning-delta"
-    field = "text"
-
-
-class _OpenToolCall(_Open):
-    __slots__ = ()
-    kind = "tool-call"
-    delta_type = "tool-call-delta"
-    field = "argumentsDelta"
-
-    def __init__(self, index: int, fast_cap: int) -> None:
-        super().__init__(index, fast_cap)
-        self.hot_id = _NO_ID
-
-
-class _OpenOpaque(_Open):
-    """A block that takes no deltas: an image block, or (``Policy.HARNESS``) a block of a type not known.
-
-    Its ``kind`` and ``delta_type`` are empty, so no delta ever matches it (``BLOCK_TYPE_MISMATCH``) and
-    the quick paths decline it; its content is its ``block-end``'s block, kept as it came.
-    """
-
-    __slots__ = ("type_name",)
-    kind = ""
-    delta_type = ""
-    field = ""
-
-    def __init__(self, index: int, fast_cap: int, type_name: str) -> None:
-        super().__init__(index, fast_cap)
-        self.type_name = type_name
-
-    def block_type(self) -> str:
         return self.type_name
 
+    def describe(self) -> str:
+        return f"block {self.index} ({_printable_kind(self.block_type())})"
 
-def _open_block(kind: str, index: int, fast_cap: int) -> _Open | None:
-    """The open block of a core ``blockType`` that takes deltas, or None (direct calls: no argument parsing)."""
+
+def _open_block(kind: str, index: int, fast_cap: int) -> _Open:
+    """The open block of a ``blockType``: one that takes deltas, or one that takes none (direct calls)."""
     if kind == "text":
-        return _OpenText(index, fast_cap)
+        return _Open(index, fast_cap, kind, kind, "text-delta", "text", None)
     if kind == "tool-call":
-        return _OpenToolCall(index, fast_cap)
+        return _Open(index, fast_cap, kind, kind, "tool-call-delta", "argumentsDelta", _NO_ID)
     if kind == "reasoning":
-        return _OpenReasoning(index, fast_cap)
-    return None
+        return _Open(index, fast_cap, kind, kind, "reasoning-delta", "text", None)
+    return _Open(index, fast_cap, kind, "", "", "", None)
 
 
 #: What ``feed_many`` holds instead of a block's parts while no block is hot (never appended to).
@@ -462,7 +471,7 @@ def _utf8_len(text: str) -> int:
 
 
 def _count_or_absent(value: object) -> bool:
-    """Whether an optional usage count is absent or a token count (the quick path's test)."""
+    """Whether an optional usage count is absent or a token count (the usage handler's fast test)."""
     return value is _ABSENT or (type(value) is int and 0 <= value <= _MAX_INT)
 
 
@@ -497,8 +506,15 @@ def _first_difference(a: str, b: str) -> int:
 
 
 def _printable_kind(kind: str) -> str:
-    """A block type for a message: as it is when short and plain, else quoted and cut."""
-    return kind if kind.isidentifier() or kind in _shape.BLOCK_TYPES else _short(kind)
+    """A block type or finish kind for a message: as it is when short and plain, else quoted and cut."""
+    plain = len(kind) <= 40 and kind.replace("-", "_").isidentifier()
+    return kind if plain else _short(kind)
+
+
+def _a(kind: str) -> str:
+    """``a text``, ``an image``: a kind with its article, for a message."""
+    shown = _printable_kind(kind)
+    return f"{'an' if shown[:1] in ('a', 'e', 'i', 'o', 'u') else 'a'} {shown}"
 
 
 def _short(value: str, limit: int = 40) -> str:
@@ -517,13 +533,11 @@ class StreamAssembler:
         "_count",
         "_done",
         "_error",
-        "_fast",
         "_fast_cap",
         "_finish",
         "_hot",
         "_ids",
         "_interleave",
-        "_limits",
         "_max_blocks",
         "_max_bytes",
         "_max_chunks",
@@ -555,23 +569,20 @@ class StreamAssembler:
         # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
         self._raw_arguments = raw_arguments or interleave
         self._notes: dict[str, _Note] | None = None
-        self._start_mask = 1 if interleave else 0  # the guard bits of a block-start (see RESOLVED)
-        if limits is None:  # a model's attributes are slow to read: the defaults' are read once, at import
-            self._limits = DEFAULT_LIMITS
+        self._start_mask = INTERLEAVE if interleave else 0  # the guard bits of a block-start (see RESOLVED)
+        # The limits, read once as plain values (a model's attributes are slow to read; the defaults' are read
+        # at import): the one source every check reads.
+        if limits is None:
             self._max_chunks = _DEFAULT_MAX_CHUNKS
             self._max_blocks = _DEFAULT_MAX_BLOCKS
             self._max_bytes = _DEFAULT_MAX_BYTES
             self._max_stream = _DEFAULT_MAX_STREAM
-            self._fast_cap = _DEFAULT_MAX_BYTES // 4
         else:
-            self._limits = limits
             self._max_chunks = limits.max_chunks
             self._max_blocks = limits.max_blocks
             self._max_bytes = limits.max_block_bytes
             self._max_stream = limits.max_stream_bytes
-            self._fast_cap = limits.max_block_bytes // 4
-        # False sends every chunk through the precise path (the tests compare both ways).
-        self._fast = True
+        self._fast_cap = self._max_bytes // 4
         self._state = READY
         self._count = 0
         self._stream_bytes = 0  # UTF-8 bytes of the stream's blocks counted so far (see _Open.counted)
@@ -623,131 +634,25 @@ class StreamAssembler:
 
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
-        hot = self._hot
-        if hot is not None:
-            # The hot path (module docstring); the same test as feed_many's, on attributes instead of
-            # locals. Any doubt, or any exception reading the chunk, leaves it to the paths that decide.
-            try:
-                t = chunk["type"]
-                if t == hot.delta_type and type(t) is str and type(chunk) is dict:
-                    value = chunk[hot.field]
-                    index = chunk["index"]
-                    count = self._count
-                    if type(value) is str and index == hot.index and type(index) is int and count < self._max_chunks:
-                        size = hot.size + len(value) + 1
-                        call_id = hot.hot_id
-                        if size <= hot.cap and (
-                            call_id is None
-                            or (
-                                (cid := chunk["id"]) == call_id
-                                and type(cid) is str
-                                and ("name" not in chunk or _same_name(chunk["name"], hot.name))
-                            )
-                        ):
-                            hot.size = size
-                            hot.parts.append(value)
-                            self._count = count + 1
-                            return
-            except Exception:
-                pass
-        self._feed_other(chunk)
+        if not self._take(chunk):
+            self._feed_one(chunk)
 
     def feed_many(self, chunks: Iterable[Mapping[str, Any]]) -> None:
-        """Feed chunks in order, as many ``feed`` calls would, at a lower cost per chunk.
+        """Feed chunks in order, as many ``feed`` calls would.
 
-        The hot path's test is inlined in this loop with the open block's fields held in locals,
-        refreshed whenever another path has moved the machine. An exception raised by ``chunks``
-        itself (its ``__next__``) passes through unchanged; ``assemble`` tells it from the machine's
-        own by ``_source_failed``.
+        An exception raised by ``chunks`` itself (its ``__next__``) passes through unchanged; ``assemble``
+        tells it from the machine's own by ``_source_failed``.
         """
-        count = self._count
-        max_chunks = self._max_chunks
-        hot = delta_type = field = h_index = call_id = name = None
-        size = cap = 0
-        parts = _NO_PARTS
-        if self._hot is not None:
-            hot = self._hot
-            delta_type, field, h_index, call_id, name = hot.delta_type, hot.field, hot.index, hot.hot_id, hot.name
-            size, cap, parts = hot.size, hot.cap, hot.parts
         feeding = False  # True while a chunk is in the machine: an exception then is not the source's
         try:
             for chunk in chunks:
-                if hot is not None:
-                    try:
-                        t = chunk["type"]
-                        if t == delta_type and type(t) is str and type(chunk) is dict:
-                            value = chunk[field]
-                            index = chunk["index"]
-                            if type(value) is str and index == h_index and type(index) is int and count < max_chunks:
-                                new_size = size + len(value) + 1
-                                if new_size <= cap and (
-                                    call_id is None
-                                    or (
-                                        (cid := chunk["id"]) == call_id
-                                        and type(cid) is str
-                                        and ("name" not in chunk or _same_name(chunk["name"], name))
-                                    )
-                                ):
-                                    size = new_size
-                                    parts.append(value)
-                                    count += 1
-                                    continue
-                    except Exception:
-                        pass
-                    hot.size = size
-                    parts = _NO_PARTS  # let go of the block's parts: block-end may free them
-                self._count = count
-                feeding = True
-                self._feed_other(chunk)
-                feeding = False
-                count = self._count
-                hot = self._hot
-                if hot is not None:
-                    delta_type, field, h_index, call_id, name = (
-                        hot.delta_type,
-                        hot.field,
-                        hot.index,
-                        hot.hot_id,
-                        hot.name,
-                    )
-                    size, cap, parts = hot.size, hot.cap, hot.parts
+                if self._hot is None or not self._take(chunk):
+                    feeding = True
+                    self._feed_one(chunk)
+                    feeding = False
         except BaseException:
             self._source_failed = not feeding
             raise
-        finally:
-            # Deltas the hot path took are counted in the locals; the other paths count themselves (a
-            # rejected chunk too), so keep whichever is further along — also when the source raises.
-            if count > self._count:
-                self._count = count
-                if hot is not None:
-                    hot.size = size
-
-    def _feed_other(self, chunk: object) -> None:
-        """A chunk the hot path did not take: the quick path, or else the precise path."""
-        if type(chunk) is dict and self._fast and self._state in _LIVE:
-            # A plain, valid chunk is checked and committed in one go; the quick path declines
-            # (returns False, having changed nothing) at the first doubt, and the precise path decides.
-            try:
-                t = chunk["type"]
-                if type(t) is not str:
-                    accepted = False
-                elif t == "text-delta" or t == "tool-call-delta" or t == "reasoning-delta":
-                    accepted = self._quick_delta(chunk)
-                elif t == "block-end":
-                    accepted = self._quick_block_end(chunk)
-                elif t == "block-start":
-                    accepted = self._quick_block_start(chunk)
-                elif t == "usage":
-                    accepted = self._quick_usage(chunk)
-                elif t == "finish":
-                    accepted = self._quick_finish(chunk)
-                else:
-                    accepted = False
-                if accepted:
-                    return
-            except Exception:
-                pass
-        self._precise(chunk)
 
     def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
         """Parse one JSON line (orjson) and feed it; a line that is not JSON is an ``INVALID_CHUNK``.
@@ -762,7 +667,7 @@ class StreamAssembler:
             chunk = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             text = line if isinstance(line, str) else line.decode("utf-8", "backslashreplace")
-            self._precise(_shape.InvalidLine(text.strip(), str(exc)))
+            self._feed_one(_shape.InvalidLine(text.strip(), str(exc)))
             raise AssertionError("unreachable: a line that is not JSON is always rejected") from exc
         self.feed(chunk)
         return chunk
@@ -771,9 +676,9 @@ class StreamAssembler:
         """Parse JSON lines (orjson) and feed them, as many ``feed_line`` calls would, at a lower cost.
 
         Lines are parsed by ``map(orjson.loads, ...)`` straight into :meth:`feed_many`. A line orjson
-        refuses stops that run: if it is blank it is skipped, otherwise it is an ``INVALID_CHUNK`` at
-        its position; then the run resumes after it. Lines are taken in batches, so an endless
-        iterable is fed as it comes, with bounded memory.
+        refuses stops that run: if it is blank it is skipped (with the blank lines after it), otherwise it
+        is an ``INVALID_CHUNK`` at its position; then the run resumes after it. Lines are taken in batches,
+        so an endless iterable is fed as it comes, with bounded memory.
         """
         source = iter(lines)
         while True:
@@ -858,23 +763,94 @@ class StreamAssembler:
             finish=self._finish,
         )
 
-    # -- the full path ------------------------------------------------------------------------
+    # -- the hot path: a delta for the one open block ---------------------------------------------
 
-    def _precise(self, chunk: object) -> None:
-        """The full path: every check of SPEC §3 in order of precedence, with the message that explains it."""
-        n = self._count
+    def _take(self, chunk: object) -> bool:
+        """Append a delta for the one open block when nothing about it is in doubt; False leaves it to its handler.
+
+        The checks of :meth:`_on_delta` for the common case, on the open block's fields: type, index, field
+        type, tool id and name, the block's (and the stream's) room in cheap units (``_Open.cap``), the chunk
+        limit. It declines at the first doubt having changed nothing; the handler then decides. Written on
+        exact types (``str``, ``int``, ``dict``), so that the compiled machine compares them natively.
+        """
+        hot = self._hot
+        if hot is None or type(chunk) is not dict:
+            return False
+        c = cast(dict[str, Any], chunk)
+        t = c.get("type")
+        if type(t) is not str:
+            return False
+        kind: str = t
+        if kind != hot.delta_type:
+            return False
+        value = c.get(hot.field)
+        index = c.get("index")
+        if type(value) is not str or type(index) is not int:
+            return False
+        text: str = value
+        at: int = index
+        count = self._count
+        if at != hot.index or count >= self._max_chunks:
+            return False
+        size = hot.size + len(text) + 1
+        if size > hot.cap:
+            return False
+        call_id = hot.hot_id
+        if call_id is not None:  # a tool call: the id its deltas carry, and the name if one repeats it
+            cid = c.get("id")
+            if type(cid) is not str or cid != call_id or ("name" in c and not _same_name(c["name"], hot.name)):
+                return False
+        hot.size = size
+        hot.parts.append(text)
+        self._count = count + 1
+        return True
+
+    # -- every other chunk: one handler per chunk type, its checks in the order of SPEC §3 -----------
+
+    def _feed_one(self, chunk: object) -> None:
+        """A chunk the hot path did not take: FAILED and FINISHED first, then its type's handler."""
         state = self._state
         if state == FAILED:
             raise self._again()
+        n = self._count
         self._count = n + 1
-        if state == FINISHED:
+        if state == FINISHED:  # decided before the chunk's shape
             self._fail(
                 ErrorCode.CHUNK_AFTER_FINISH,
                 f"{self._type_of(chunk)} after finish; nothing may follow finish (state FINISHED)",
                 n,
             )
+        if type(chunk) is dict:
+            c: dict[str, Any] = chunk
+            t = c.get("type")
+        else:
+            c, t = self._shaped(chunk, n)
+        if type(t) is not str:
+            c, t = self._shaped(c, n)
+        if t == "text-delta" or t == "reasoning-delta" or t == "tool-call-delta":
+            self._on_delta(c, t, n)
+        elif t == "block-end":
+            self._on_block_end(c, n)
+        elif t == "block-start":
+            self._on_block_start(c, n)
+        elif t == "usage":
+            self._on_usage(c, n)
+        elif t == "finish":
+            self._on_finish(c, n)
+        else:
+            self._shaped(c, n)  # an unknown type: INVALID_CHUNK, described
+            raise AssertionError("unreachable: a chunk of an unknown type is always rejected")
+
+    def _shaped(self, chunk: object, n: int) -> tuple[dict[str, Any], str]:
+        """The definition of a chunk's shape (``_shape.check``), for anything the handlers' fast tests doubt.
+
+        Returns the chunk as a plain dict whose fields have their exact types (a ``str`` subclass becomes a
+        ``str``, another mapping a ``dict``), and its type; or fails with ``INVALID_CHUNK``, saying which
+        field and why.
+        """
+        state = self._state
         try:
-            c, t = _shape.check(chunk, self._interleave)
+            return _shape.check(chunk, self._interleave)
         except _shape.ShapeError as exc:
             what = self._type_of(chunk)
             where = f"field {exc.field!r} " if exc.field else ""
@@ -885,62 +861,41 @@ class StreamAssembler:
                 f"invalid chunk: reading it raised {type(exc).__name__}: {exc} (state {state})",
                 n,
             )
-        dest = self._dest(state, t, c["reason"]["kind"] if t == "finish" else "")
-        if dest is None:
-            self._reject(state, t, c, n)
-        if t == "text-delta" or t == "reasoning-delta" or t == "tool-call-delta":
-            self._on_delta(c, t, n)
-        elif t == "block-start":
-            self._on_block_start(c, n)
-        elif t == "block-end":
-            self._on_block_end(c, n)
-        elif t == "usage":
-            self._on_usage(c, n)
-        else:
-            self._on_finish(c, n)
-        self._move(dest)
 
-    def _dest(self, state: str, t: str, finish_kind: str) -> str | None:
-        """The next state by :data:`RESOLVED`, evaluating only the guards the chunk type reads."""
-        open_blocks = self._open
-        if t == "block-start":
-            mask = 1 if self._interleave else 0
-        elif t == "block-end":
-            mask = 2 if len(open_blocks) == 1 else 0
-        elif t == "finish":
-            mask = 4 if not open_blocks or finish_kind in _CUT_OFF else 0
-        else:
-            mask = 0
-        row = RESOLVED[state].get(t)
-        return None if row is None else row[mask]
-
-    def _move(self, dest: str) -> None:
-        self._state = dest
-        open_blocks = self._open
-        one = dest == IN_BLOCK and len(open_blocks) == 1 and self._fast
-        self._hot = self._heat(next(iter(open_blocks.values()))) if one else None
-
-    # -- the quick path: one method per chunk type; True when the chunk is accepted and committed ---
-
-    # The quick handlers compute the next state as _dest does and move as _move does, inlined: they
-    # run for every block-start, block-end, usage and finish, and a stream's fixed cost is theirs.
-
-    def _quick_block_start(self, c: dict[str, Any]) -> bool:
-        index = c["index"]
-        kind = c["blockType"]
-        n = self._count
-        if (
-            type(index) is not int
-            or index != self._started
-            or type(kind) is not str
-            or index >= self._max_blocks
-            or n >= self._max_chunks
+    def _on_block_start(self, c: dict[str, Any], n: int) -> None:
+        index: Any = c.get("index")
+        kind: Any = c.get("blockType")
+        if not (
+            type(index) is int
+            and 0 <= index <= _MAX_INT
+            and type(kind) is str
+            and (kind in _BLOCK_TYPES or self._interleave)
         ):
-            return False
-        dest = RESOLVED[self._state]["block-start"][self._start_mask]  # KeyError after usage: declined
-        block = _open_block(kind, index, self._room_cap())
-        if block is None or dest is None:
-            return False
+            c = self._shaped(c, n)[0]
+            index, kind = c["index"], c["blockType"]
+        state = self._state
+        row = RESOLVED[state].get("block-start")
+        dest = row[self._start_mask] if row is not None else None
+        if dest is None:
+            self._reject(state, "block-start", c, n)
+        if index != self._started:
+            self._fail(
+                ErrorCode.INDEX_OUT_OF_ORDER,
+                f"block-start with index {index}, expected index {self._started}: the n-th block "
+                f"of a stream has index n (state {state})",
+                n,
+            )
+        if index >= self._max_blocks:
+            self._limit(n, f"more than {self._max_blocks} blocks")
+        if n >= self._max_chunks:
+            self._too_many_chunks(n)
+        block = _open_block(kind, index, min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2))
+        if self._interleave and kind not in _BLOCK_TYPES:  # under STRICT the shape refused it
+            self._note(
+                ErrorCode.INVALID_CHUNK,
+                f"block-start for block {index} has a block type the protocol does not know: {_short(kind)}",
+                n,
+            )
         open_blocks = self._open
         if open_blocks:  # HARNESS only: under STRICT the table refused this block-start
             self._note_interleaved(index, kind, n)
@@ -948,142 +903,211 @@ class StreamAssembler:
         open_blocks[index] = block
         self._done.append(None)
         self._started = index + 1
-        self._count = n + 1
         self._state = dest
         self._hot = block if len(open_blocks) == 1 else None
-        return True
 
-    def _quick_delta(self, c: dict[str, Any]) -> bool:
-        """A delta the hot path did not take: a tool call's first delta, or one of several open blocks."""
-        index = c["index"]
-        if type(index) is not int or self._state != IN_BLOCK:
-            return False
-        block = self._open.get(index)
-        if block is None or c["type"] != block.delta_type:
-            return False
-        value = c[block.field]
-        n = self._count
-        if type(value) is not str or n >= self._max_chunks:
-            return False
-        exact = block.cap < 0
-        if not exact:
-            size = block.size + len(value) + 1
-            if size > self._fast_cap:
-                return False  # the precise path switches the block to exact bytes (_grow)
-        else:
-            size = block.size + _utf8_len(value)
-            if size > self._max_bytes:
-                return False
+    def _on_delta(self, c: dict[str, Any], t: str, n: int) -> None:
+        index: Any = c.get("index")
+        tool = t == "tool-call-delta"
+        value: Any = c.get("argumentsDelta" if tool else "text")
+        ok = type(index) is int and 0 <= index <= _MAX_INT and type(value) is str
+        cid: Any = None
+        name: Any = None
+        if tool:
+            cid = c.get("id")
+            name = c.get("name")
+            ok = ok and type(cid) is str and (cid != "" or self._interleave)
+            if "name" in c:
+                ok = ok and type(name) is str and (name != "" or self._interleave)
+        if not ok:
+            c = self._shaped(c, n)[0]
+            index, value = c["index"], c["argumentsDelta" if tool else "text"]
+            cid, name = c.get("id"), c.get("name")
+        state = self._state
+        row = RESOLVED[state].get(t)
+        if row is None:  # READY: no block is open; USAGE: after usage only finish may come
+            self._reject(state, t, c, n)
+        block = self._block_for(t, index, _KIND_OF[t], n)
+        if tool:
+            if block.id is None:
+                if not self._interleave:
+                    self._check_id_is_new("tool-call-delta", "opens", block, cid, n)
+            elif cid != block.id:
+                self._fail(
+                    ErrorCode.TOOL_CALL_CONFLICT,
+                    f"tool-call-delta for block {block.index} carries id {cid!r}, but the block's "
+                    f"id is {block.id!r}: every delta of a block carries the same id (state {state})",
+                    n,
+                )
+            if name is not None and block.name is not None and name != block.name:
+                self._fail(
+                    ErrorCode.TOOL_CALL_CONFLICT,
+                    f"tool-call-delta for block {block.index} names the tool {name!r}, but an "
+                    f"earlier delta named it {block.name!r} (state {state})",
+                    n,
+                )
+        size = self._grow(block, value, n)
         pending = _bytes_since(block) + _utf8_len(value)
         stream = self._stream_bytes + pending
         if stream > self._max_stream:
-            return False  # the precise path says so
-        if block.hot_id is not None:  # a tool call
-            cid = c["id"]
-            name = c.get("name", _ABSENT)
-            if type(cid) is not str or not cid or (name is not _ABSENT and (type(name) is not str or not name)):
-                return False
-            if block.id is None:
-                if cid in self._ids:
-                    return False
-                block.id = block.hot_id = cid
-                self._ids[cid] = index
-            elif cid != block.id or (name is not _ABSENT and name != block.name and block.name is not None):
-                return False
-            if type(name) is str:
-                block.name = name
+            self._too_big_a_stream(stream, n)
+        if n >= self._max_chunks:
+            self._too_many_chunks(n)
+        if tool and self._interleave and (block.id is None or (name is not None and block.name is None)):
+            self._note_call(block, cid if block.id is None else None, name if block.name is None else None, n)
+        block.size = size
         parts = block.parts
         parts.append(value)
         if len(parts) - block.flushed >= _FLUSH:
             block.flush()
-        block.size = size
         self._count_to(block, pending, stream)
-        self._count = n + 1
-        return True
+        if tool:
+            if block.id is None:
+                block.id = block.hot_id = cid
+                self._ids.setdefault(cid, block.index)
+            if name is not None:
+                block.name = name
 
-    def _quick_block_end(self, c: dict[str, Any]) -> bool:
-        index = c["index"]
-        wire = c["block"]
-        if type(index) is not int or type(wire) is not dict:
-            return False
+    def _on_block_end(self, c: dict[str, Any], n: int) -> None:
+        index: Any = c.get("index")
+        wire: Any = c.get("block")
+        kind: Any = None
+        text: Any = None
+        ok = type(index) is int and 0 <= index <= _MAX_INT and type(wire) is dict
+        if ok:
+            kind = wire.get("type")
+        if ok and kind == "tool-call":
+            cid = wire.get("id")
+            name = wire.get("name")
+            ok = (
+                type(cid) is str
+                and type(name) is str
+                and type(wire.get("arguments")) is str
+                and ((cid != "" and name != "") or self._interleave)
+            )
+        elif ok:
+            text = wire.get("text")
+            ok = (kind == "text" or kind == "reasoning") and type(text) is str
+        if not ok:  # a block that takes no deltas is always checked whole: its content must be JSON data
+            c = self._shaped(c, n)[0]
+            index, wire = c["index"], c["block"]
+            kind, text = wire["type"], wire.get("text")
+        state = self._state
+        row = RESOLVED[state].get("block-end")
         open_blocks = self._open
+        dest = row[LAST_OPEN if len(open_blocks) == 1 else 0] if row is not None else None
+        if dest is None:  # READY: no block is open; USAGE: after usage only finish may come
+            self._reject(state, "block-end", c, n)
         block = open_blocks.get(index)
-        n = self._count
-        if block is None or n >= self._max_chunks:
-            return False
-        kind = wire["type"]
-        if type(kind) is not str or kind != block.kind:
-            return False
-        dest = RESOLVED[self._state]["block-end"][2 if len(open_blocks) == 1 else 0]
-        if dest is None:
-            return False
-        done: Block
-        if kind == "tool-call":
+        if block is None or block.type_name != kind:
+            block = self._block_for("block-end", index, kind, n)  # describes the failure
+        had_deltas = bool(block.parts)
+        done: Block | dict[str, Any]
+        if block.kind == "tool-call":
             cid = wire["id"]
             name = wire["name"]
-            arguments = wire["arguments"]
-            if type(cid) is not str or type(name) is not str or type(arguments) is not str or not cid or not name:
-                return False
-            if block.parts:
-                if cid != block.id or (block.name is not None and name != block.name):
-                    return False
+            arguments: str = wire["arguments"]
+            if had_deltas:
+                if cid != block.id:
+                    self._mismatch(block, "id", cid, block.id or "", n)
+                if block.name is not None and name != block.name:
+                    self._mismatch(block, "name", name, block.name, n)
                 if not block.settle(arguments):
-                    return False
-            elif cid in self._ids or len(arguments) > self._fast_cap:
-                return False
-            stream = self._stream_bytes + _utf8_len(arguments) - block.counted
-            parsed, _ = parse_arguments(arguments) if stream <= self._max_stream else (None, "")
+                    self._mismatch(block, "arguments", arguments, block.content(), n)
+            elif not self._interleave:
+                self._check_id_is_new("block-end", "carries", block, cid, n)
+            parsed, why = parse_arguments(arguments)
+            invalid = ""
             if parsed is None:
-                return False
-            done = _tool_call(cid, name, arguments, parsed)
-            self._ids.setdefault(cid, index)
-            self._tool_calls += 1
-        elif kind == "text" or kind == "reasoning":
-            text = wire["text"]
-            if type(text) is not str:
-                return False
-            if block.parts:
-                if not block.settle(text):
-                    return False
-            elif len(text) > self._fast_cap:
-                return False
-            stream = self._stream_bytes + _utf8_len(text) - block.counted
+                invalid = (
+                    f"tool call {cid!r} ({name}) in block {block.index}: arguments {_short(arguments)} "
+                    f"are not a JSON object: {why}"
+                )
+                if not self._raw_arguments:
+                    self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {state})", n)
+            size = _utf8_len(arguments)
+            if not had_deltas and size > self._max_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+            stream = self._stream_bytes + size - block.counted
             if stream > self._max_stream:
-                return False
-            done = construct(_TEXT_MODEL[kind], {"type": kind, "text": text})
-        else:
-            return False
+                self._too_big_a_stream(stream, n)
+            if n >= self._max_chunks:
+                self._too_many_chunks(n)
+            if parsed is None:
+                self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
+                done = construct(ToolCallBlock, {"type": "tool-call", "id": cid, "name": name, "arguments": arguments})
+            else:
+                done = _tool_call(cid, name, arguments, parsed)
+            if self._interleave and (not had_deltas or block.name is None):
+                # What the deltas did not say already: the id of a block without deltas, a name none gave.
+                self._note_call(block, None if had_deltas else cid, name if block.name is None else None, n)
+            self._ids.setdefault(cid, block.index)
+            self._tool_calls += 1
+        elif block.kind:
+            if had_deltas and not block.settle(text):
+                self._mismatch(block, "text", text, block.content(), n)
+            size = _utf8_len(text)
+            if not had_deltas and size > self._max_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+            stream = self._stream_bytes + size - block.counted
+            if stream > self._max_stream:
+                self._too_big_a_stream(stream, n)
+            if n >= self._max_chunks:
+                self._too_many_chunks(n)
+            done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
+        else:  # a block that takes no deltas: kept as it came (a copy: the caller may mutate its chunk)
+            size = _json_size(wire)
+            if size > self._max_bytes:
+                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+            stream = self._stream_bytes + size - block.counted
+            if stream > self._max_stream:
+                self._too_big_a_stream(stream, n)
+            if n >= self._max_chunks:
+                self._too_many_chunks(n)
+            kept = _shape.copy_json(wire)
+            if kind == "image":
+                done = construct(ImageBlock, {"type": "image", "attachment": kept["attachment"]})
+            else:
+                done = kept
         del open_blocks[index]
         self._done[index] = done
         self._stream_bytes = stream
-        self._count = n + 1
         self._state = dest
-        one = len(open_blocks) == 1 and dest == IN_BLOCK
-        self._hot = self._heat(next(iter(open_blocks.values()))) if one else None
-        return True
+        self._hot = self._heat(next(iter(open_blocks.values()))) if len(open_blocks) == 1 else None
 
-    def _quick_usage(self, c: dict[str, Any]) -> bool:
-        u = c["usage"]
-        if type(u) is not dict:
-            return False
-        n = self._count
-        dest = RESOLVED[self._state]["usage"][0]  # KeyError after usage: declined
-        inputs = u["inputTokens"]
-        outputs = u["outputTokens"]
-        cache_read = u.get("cacheReadTokens", _ABSENT)
-        cache_write = u.get("cacheWriteTokens", _ABSENT)
-        reasoning = u.get("reasoningTokens", _ABSENT)
-        if (
-            dest is None
-            or n >= self._max_chunks
-            or type(inputs) is not int
-            or type(outputs) is not int
-            or not 0 <= inputs <= _MAX_INT
-            or not 0 <= outputs <= _MAX_INT
-        ):
-            return False
-        if not (_count_or_absent(cache_read) and _count_or_absent(cache_write) and _count_or_absent(reasoning)):
-            return False
+    def _on_usage(self, c: dict[str, Any], n: int) -> None:
+        u: Any = c.get("usage")
+        if type(u) is dict:
+            inputs = u.get("inputTokens")
+            outputs = u.get("outputTokens")
+            cache_read = u.get("cacheReadTokens", _ABSENT)
+            cache_write = u.get("cacheWriteTokens", _ABSENT)
+            reasoning = u.get("reasoningTokens", _ABSENT)
+            ok = (
+                type(inputs) is int
+                and type(outputs) is int
+                and 0 <= inputs <= _MAX_INT
+                and 0 <= outputs <= _MAX_INT
+                and _count_or_absent(cache_read)
+                and _count_or_absent(cache_write)
+                and _count_or_absent(reasoning)
+            )
+        else:
+            ok = False
+        if not ok:
+            u = self._shaped(c, n)[0]["usage"]
+            inputs, outputs = u["inputTokens"], u["outputTokens"]
+            cache_read = u.get("cacheReadTokens", _ABSENT)
+            cache_write = u.get("cacheWriteTokens", _ABSENT)
+            reasoning = u.get("reasoningTokens", _ABSENT)
+        state = self._state
+        row = RESOLVED[state].get("usage")
+        if row is None:  # USAGE: a second usage
+            self._reject(state, "usage", c, n)
+        dest = row[0]
+        assert dest is not None  # a usage reads no guard
+        if n >= self._max_chunks:
+            self._too_many_chunks(n)
         self._usage = construct(
             Usage,
             {
@@ -1094,43 +1118,77 @@ class StreamAssembler:
                 "reasoning_tokens": None if reasoning is _ABSENT else reasoning,
             },
         )
-        self._count = n + 1
         self._state = dest
         self._hot = None
-        return True
 
-    def _quick_finish(self, c: dict[str, Any]) -> bool:
-        reason = c["reason"]
-        if type(reason) is not dict or "replayState" in c:
-            return False
-        kind = reason["kind"]
+    def _on_finish(self, c: dict[str, Any], n: int) -> None:
+        reason: Any = c.get("reason")
+        kind: Any = reason.get("kind") if type(reason) is dict else None
         finish = _PLAIN_FINISH.get(kind) if type(kind) is str else None
-        n = self._count
-        if (
-            finish is None
-            or (self._usage is None and not self._interleave)
-            or (kind == "tool-calls" and not self._tool_calls)
-            or n >= self._max_chunks
-        ):
-            return False
-        dest = RESOLVED[self._state]["finish"][4 if not self._open or kind == "max-tokens" else 0]
-        if dest is None:
-            return False
-        if self._usage is None:  # HARNESS only: the test above declined it under STRICT
+        plain = finish is not None and "replayState" not in c
+        if not plain:  # a failure, a replay state or a kind the protocol does not know: checked whole
+            c = self._shaped(c, n)[0]
+            reason = c["reason"]
+            kind = reason["kind"]
+        state = self._state
+        row = RESOLVED[state].get("finish")
+        dest = row[MAY_FINISH if not self._open or kind in _CUT_OFF else 0] if row is not None else None
+        if dest is None:  # a block is open at a stop, tool-calls or unknown finish
+            self._reject(state, "finish", c, n)
+        usage_missing = self._usage is None and kind in _USAGE_REQUIRED
+        if usage_missing and not self._interleave:
+            self._fail(
+                ErrorCode.USAGE_MISSING,
+                f"finish {kind} without usage (state {state}); under policy strict a "
+                f"{kind} finish needs one usage chunk before it",
+                n,
+            )
+        no_call = kind == "tool-calls" and self._tool_calls == 0
+        if no_call and not self._interleave:
+            self._fail(
+                ErrorCode.FINISH_REASON_MISMATCH,
+                f"finish tool-calls, but the stream completed no tool-call block (state {state})",
+                n,
+            )
+        if n >= self._max_chunks:
+            self._too_many_chunks(n)
+        if usage_missing:
             self._note_usage_missing(kind, n)
-        self._finish = finish
-        self._count = n + 1
-        self._state = dest
+        if no_call:
+            self._note(ErrorCode.FINISH_REASON_MISMATCH, "finish tool-calls, but the stream completed no tool call", n)
+        if finish is not None and plain:
+            self._finish = finish
+        else:
+            # A copy: a caller mutating its chunk after feed must not change the result.
+            self._replay = _shape.copy_json(c["replayState"]) if "replayState" in c else None
+            if kind in ("error", "aborted"):
+                f = reason["failure"]
+                failure = LlmFailure(
+                    message=f["message"],
+                    code=f["code"],
+                    status=f.get("status"),
+                    provider_retry_after_ms=f.get("providerRetryAfterMs"),
+                    request_id=f.get("requestId"),
+                )
+                self._finish = FinishReason(kind=kind, failure=failure)
+            elif kind in _shape.FINISH_KINDS:
+                self._finish = _PLAIN_FINISH[kind]
+            else:  # HARNESS: a kind the protocol does not know, kept as it came (refused by the shape under STRICT)
+                self._note(ErrorCode.INVALID_CHUNK, f"finish has a kind the protocol does not know: {_short(kind)}", n)
+                self._finish = FinishReason.kept_as_it_came(_shape.copy_json(reason))
+        self._state = FINISHED
         self._hot = None
-        return True
+
+    # -- what the handlers share ---------------------------------------------------------------
 
     def _reject(self, state: str, t: str, c: dict[str, Any], n: int) -> NoReturn:
+        """The table refused a chunk of type ``t`` in ``state``: its code (:data:`REJECT`) and message."""
         code = REJECT[(state, t)]
         if code is ErrorCode.CHUNK_AFTER_USAGE and t == "block-start" and self._open and not self._interleave:
             code = ErrorCode.BLOCKS_INTERLEAVED
         what = self._what(t, c)
         if code is ErrorCode.BLOCK_NOT_OPEN:
-            msg = f"{what}, but no block is open (state {state}); expected {self._expected(state)}"
+            msg = f"{what}, but no block is open (state {state}); expected {', '.join(accepts(state, self._policy))}"
         elif code is ErrorCode.BLOCKS_INTERLEAVED:
             msg = (
                 f"{what} while {self._open_list()} is open (state {state}); under policy "
@@ -1143,41 +1201,10 @@ class StreamAssembler:
             msg = f"a second usage (state {state}); a stream carries at most one usage"
         else:  # BLOCK_NOT_CLOSED
             msg = (
-                f"{what} while {self._open_list()} is open (state {state}); a {c['reason']['kind']} "
+                f"{what} while {self._open_list()} is open (state {state}); {_a(c['reason']['kind'])} "
                 f"finish needs every block ended first (only max-tokens, error and aborted may cut a block off)"
             )
         self._fail(code, msg, n)
-
-    # -- the rules of each chunk type (check everything, then commit) ---------------------------
-
-    def _on_block_start(self, c: dict[str, Any], n: int) -> None:
-        index = c["index"]
-        if index != self._started:
-            self._fail(
-                ErrorCode.INDEX_OUT_OF_ORDER,
-                f"block-start with index {index}, expected index {self._started}: the n-th block "
-                f"of a stream has index n (state {self._state})",
-                n,
-            )
-        if self._started >= self._max_blocks:
-            self._limit(n, f"more than {self._max_blocks} blocks")
-        self._admit(n)
-        kind: str = c["blockType"]
-        block = _open_block(kind, index, self._room_cap())
-        if block is None:  # an image block, or (HARNESS: the shape check refused it under STRICT) another type
-            block = _OpenOpaque(index, self._room_cap(), kind)
-            if kind not in _shape.BLOCK_TYPES:
-                self._note(
-                    ErrorCode.INVALID_CHUNK,
-                    f"block-start for block {index} has a block type the protocol does not know: {_short(kind)}",
-                    n,
-                )
-        if self._open:  # HARNESS only: under STRICT the table refused this block-start
-            self._note_interleaved(index, kind, n)
-            self._cool()
-        self._open[index] = block
-        self._done.append(None)
-        self._started += 1
 
     def _block_for(self, t: str, index: int, kind: str, n: int) -> _Open:
         block = self._open.get(index)
@@ -1190,57 +1217,13 @@ class StreamAssembler:
             )
         if block.block_type() != kind:
             if t == "block-end":
-                what = f"carries a {kind} block for {block.describe()}"
+                what = f"carries {_a(kind)} block for {block.describe()}"
             elif block.delta_type:
-                what = f"for {block.describe()}; a {block.kind} block takes {block.delta_type}"
+                what = f"for {block.describe()}; {_a(block.kind)} block takes {block.delta_type}"
             else:
-                what = f"for {block.describe()}; a {block.block_type()} block takes no deltas"
+                what = f"for {block.describe()}; {_a(block.block_type())} block takes no deltas"
             self._fail(ErrorCode.BLOCK_TYPE_MISMATCH, f"{t} {what} (state {self._state})", n)
         return block
-
-    def _on_delta(self, c: dict[str, Any], t: str, n: int) -> None:
-        block = self._block_for(t, c["index"], _KIND_OF[t], n)
-        name: str | None = None
-        if t == "tool-call-delta":
-            cid: str = c["id"]
-            name = c.get("name")
-            if block.id is None:
-                if not self._interleave:
-                    self._check_id_is_new("tool-call-delta", "opens", block, cid, n)
-            elif cid != block.id:
-                self._fail(
-                    ErrorCode.TOOL_CALL_CONFLICT,
-                    f"tool-call-delta for block {block.index} carries id {cid!r}, but the block's "
-                    f"id is {block.id!r}: every delta of a block carries the same id (state {self._state})",
-                    n,
-                )
-            if name is not None and block.name is not None and name != block.name:
-                self._fail(
-                    ErrorCode.TOOL_CALL_CONFLICT,
-                    f"tool-call-delta for block {block.index} names the tool {name!r}, but an "
-                    f"earlier delta named it {block.name!r} (state {self._state})",
-                    n,
-                )
-        value: str = c[block.field]
-        size = self._grow(block, value, n)
-        pending = _bytes_since(block) + _utf8_len(value)
-        stream = self._stream_bytes + pending
-        if stream > self._max_stream:
-            self._limit(n, f"the stream would hold {stream} bytes, more than {self._max_stream}")
-        self._admit(n)
-        if t == "tool-call-delta" and self._interleave:
-            self._note_call(block, c["id"], name, n)
-        block.size = size
-        block.parts.append(value)
-        if len(block.parts) - block.flushed >= _FLUSH:
-            block.flush()
-        self._count_to(block, pending, stream)
-        if t == "tool-call-delta":
-            if block.id is None:
-                block.id = block.hot_id = c["id"]
-                self._ids.setdefault(c["id"], block.index)
-            if name is not None:
-                block.name = name
 
     def _check_id_is_new(self, what: str, verb: str, block: _Open, cid: str, n: int) -> None:
         """``TOOL_CALL_CONFLICT`` if a call id already belongs to another block of this stream."""
@@ -1267,71 +1250,6 @@ class StreamAssembler:
             self._limit(n, f"{block.describe()} would hold {size} bytes, more than {self._max_bytes}")
         return size
 
-    def _on_block_end(self, c: dict[str, Any], n: int) -> None:
-        wire = c["block"]
-        block = self._block_for("block-end", c["index"], wire["type"], n)
-        had_deltas = bool(block.parts)
-        done: Block | dict[str, Any]
-        if block.kind == "tool-call":
-            cid: str = wire["id"]
-            name: str = wire["name"]
-            arguments: str = wire["arguments"]
-            if had_deltas:
-                if cid != block.id:
-                    self._mismatch(block, "id", cid, block.id or "", n)
-                if block.name is not None and name != block.name:
-                    self._mismatch(block, "name", name, block.name, n)
-                if not block.settle(arguments):
-                    self._mismatch(block, "arguments", arguments, block.content(), n)
-            elif not self._interleave:
-                self._check_id_is_new("block-end", "carries", block, cid, n)
-            parsed, why = parse_arguments(arguments)
-            if parsed is None:
-                invalid = (
-                    f"tool call {cid!r} ({name}) in block {block.index}: arguments {_short(arguments)} "
-                    f"are not a JSON object: {why}"
-                )
-                if not self._raw_arguments:
-                    self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {self._state})", n)
-            size = _utf8_len(arguments)
-            if not had_deltas and size > self._max_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
-            stream = self._stream_total(block, size, n)
-            self._admit(n)
-            if parsed is None:
-                self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
-                done = construct(ToolCallBlock, {"type": "tool-call", "id": cid, "name": name, "arguments": arguments})
-            else:
-                done = _tool_call(cid, name, arguments, parsed)
-            if self._interleave and not had_deltas:
-                self._note_call(block, cid, name, n)
-            self._ids.setdefault(cid, block.index)
-            self._tool_calls += 1
-        elif block.kind:
-            text: str = wire["text"]
-            if had_deltas and not block.settle(text):
-                self._mismatch(block, "text", text, block.content(), n)
-            size = _utf8_len(text)
-            if not had_deltas and size > self._max_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
-            stream = self._stream_total(block, size, n)
-            self._admit(n)
-            done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
-        else:  # a block that takes no deltas: kept as it came (a copy: the caller may mutate its chunk)
-            size = _json_size(wire)
-            if size > self._max_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
-            stream = self._stream_total(block, size, n)
-            self._admit(n)
-            kept = _shape.copy_json(wire)
-            if wire["type"] == "image":
-                done = construct(ImageBlock, {"type": "image", "attachment": kept["attachment"]})
-            else:
-                done = kept
-        del self._open[block.index]
-        self._done[block.index] = done
-        self._stream_bytes = stream
-
     def _mismatch(self, block: _Open, field: str, got: str, assembled: str, n: int) -> NoReturn:
         at = _first_difference(got, assembled)
         self._fail(
@@ -1341,55 +1259,6 @@ class StreamAssembler:
             f"{_short(got[max(at - 10, 0) : at + 20])} against {_short(assembled[max(at - 10, 0) : at + 20])}",
             n,
         )
-
-    def _on_usage(self, c: dict[str, Any], n: int) -> None:
-        self._admit(n)
-        u = c["usage"]
-        self._usage = construct(Usage, {key: u.get(wire) for key, wire in _USAGE_FIELDS})
-
-    def _on_finish(self, c: dict[str, Any], n: int) -> None:
-        reason = c["reason"]
-        kind = reason["kind"]
-        usage_missing = self._usage is None and kind in _USAGE_REQUIRED
-        if usage_missing and not self._interleave:
-            self._fail(
-                ErrorCode.USAGE_MISSING,
-                f"finish {kind} without usage (state {self._state}); under policy strict a "
-                f"{kind} finish needs one usage chunk before it",
-                n,
-            )
-        no_call = kind == "tool-calls" and self._tool_calls == 0
-        if no_call and not self._interleave:
-            self._fail(
-                ErrorCode.FINISH_REASON_MISMATCH,
-                f"finish tool-calls, but the stream completed no tool-call block (state {self._state})",
-                n,
-            )
-        # A copy: a caller mutating its chunk after feed must not change the result.
-        replay = _shape.copy_json(c["replayState"]) if "replayState" in c else None
-        self._admit(n)
-        if usage_missing:
-            self._note_usage_missing(kind, n)
-        if no_call:
-            self._note(ErrorCode.FINISH_REASON_MISMATCH, "finish tool-calls, but the stream completed no tool call", n)
-        failure = None
-        if kind in ("error", "aborted"):
-            f = reason["failure"]
-            failure = LlmFailure(
-                message=f["message"],
-                code=f["code"],
-                status=f.get("status"),
-                provider_retry_after_ms=f.get("providerRetryAfterMs"),
-                request_id=f.get("requestId"),
-            )
-        if kind in _shape.FINISH_KINDS:
-            self._finish = FinishReason(kind=kind, failure=failure)
-        else:  # HARNESS: a kind the protocol does not know, kept as it came (the shape check refused it under STRICT)
-            self._note(ErrorCode.INVALID_CHUNK, f"finish has a kind the protocol does not know: {_short(kind)}", n)
-            self._finish = FinishReason.model_validate(_shape.copy_json(reason))
-        self._replay = replay
-
-    # -- helpers ------------------------------------------------------------------------------
 
     # -- the stream-wide byte limit (Limits.max_stream_bytes; see _Open.counted) ---------------------
 
@@ -1419,12 +1288,8 @@ class StreamAssembler:
         if block.cap >= 0:
             block.cap = min(self._fast_cap, block.size + _FLUSH, block.size + ((self._max_stream - stream) >> 2))
 
-    def _stream_total(self, block: _Open, size: int, n: int) -> int:
-        """The stream's bytes once ``block`` ends holding ``size`` bytes; ``LIMIT_EXCEEDED`` past the limit."""
-        stream = self._stream_bytes + size - block.counted
-        if stream > self._max_stream:
-            self._limit(n, f"the stream would hold {stream} bytes, more than {self._max_stream}")
-        return stream
+    def _too_big_a_stream(self, stream: int, n: int) -> NoReturn:
+        self._limit(n, f"the stream would hold {stream} bytes, more than {self._max_stream}")
 
     def _note(self, code: ErrorCode, message: str, n: int) -> None:
         """Record what STRICT would have refused in an accepted chunk (see :attr:`notes`): once per code."""
@@ -1447,29 +1312,30 @@ class StreamAssembler:
     def _note_usage_missing(self, kind: str, n: int) -> None:
         self._note(ErrorCode.USAGE_MISSING, f"finish {kind} without usage", n)
 
-    def _note_call(self, block: _Open, cid: str, name: str | None, n: int) -> None:
-        """HARNESS: a tool call's empty id or name, or an id another block of the stream already has."""
-        if not cid:
-            self._note(ErrorCode.INVALID_CHUNK, f"tool call in block {block.index} has an empty id", n)
-        if name is not None and not name:
-            self._note(ErrorCode.INVALID_CHUNK, f"tool call in block {block.index} has an empty name", n)
-        owner = self._ids.get(cid)
+    def _note_call(self, block: _Open, cid: str | None, name: str | None, n: int) -> None:
+        """HARNESS: a tool call whose id or name (as first said: ``None`` for what was said before) is empty,
+        or whose id another block of the stream already has. Counted once a block for each."""
+        if cid == "" or name == "":
+            empty = " and ".join(what for what, value in (("id", cid), ("name", name)) if value == "")
+            self._note(ErrorCode.INVALID_CHUNK, f"tool call in block {block.index} has an empty {empty}", n)
+        owner = self._ids.get(cid) if cid is not None else None
         if owner is not None and owner != block.index:
             self._note(
                 ErrorCode.TOOL_CALL_CONFLICT,
-                f"tool call in block {block.index} has id {_short(cid)}, which block {owner} already has",
+                f"tool call in block {block.index} has id {_short(cid or '')}, which block {owner} already has",
                 n,
             )
 
-    def _admit(self, n: int) -> None:
-        if n >= self._max_chunks:
-            self._limit(n, f"more than {self._max_chunks} chunks")
+    def _too_many_chunks(self, n: int) -> NoReturn:
+        self._limit(n, f"more than {self._max_chunks} chunks")
 
     def _limit(self, n: int, what: str) -> NoReturn:
         self._fail(ErrorCode.LIMIT_EXCEEDED, f"limit exceeded: {what} (state {self._state})", n)
 
     def _fail(self, code: ErrorCode, message: str, n: int) -> NoReturn:
-        err = LlmError(message, code, chunk_index=n)
+        """Fail the machine: the error says what, where, and the state the chunk met with what it accepted."""
+        state = self._state
+        err = LlmError(message, code, chunk_index=n, state=state, expected=accepts(state, self._policy))
         self._error = err
         self._state = FAILED
         self._hot = None
@@ -1478,7 +1344,13 @@ class StreamAssembler:
     def _again(self) -> LlmError:
         err = self._error
         assert err is not None
-        return LlmError(f"the stream already failed: {err.message}", err.code, chunk_index=err.chunk_index)
+        return LlmError(
+            f"the stream already failed: {err.message}",
+            err.code,
+            chunk_index=err.chunk_index,
+            state=err.state,
+            expected=err.expected,
+        )
 
     def _open_blocks(self) -> list[_Open]:
         return [self._open[i] for i in sorted(self._open)]
@@ -1490,17 +1362,13 @@ class StreamAssembler:
         return f"; {self._open_list()} still open" if self._open else ""
 
     @staticmethod
-    def _expected(state: str) -> str:
-        return ", ".join(TABLE[state]) or "nothing"
-
-    @staticmethod
     def _what(t: str, c: dict[str, Any]) -> str:
         if t == "finish":
-            return f"finish {c['reason']['kind']}"
+            return f"finish {_printable_kind(c['reason']['kind'])}"
         if t == "usage":
             return "usage"
         if t == "block-start":
-            return f"block-start for block {c['index']} ({c['blockType']})"
+            return f"block-start for block {c['index']} ({_printable_kind(c['blockType'])})"
         return f"{t} for block {c['index']}"
 
     @staticmethod
@@ -1547,13 +1415,9 @@ class _Note:
 
 def _json_size(value: object) -> int:
     """The UTF-8 size of ``value`` as compact JSON (a block kept as it came is bounded like any other)."""
-    try:
-        return len(orjson.dumps(value))
-    except TypeError:  # integers past 64 bits: the standard serialiser writes them exactly
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    return _shape.json_size(value)
 
 
-_LIVE: Final = frozenset({READY, IN_BLOCK, USAGE})
 _STRICT: Final = Policy.STRICT
 _HARNESS: Final = Policy.HARNESS
 _DEFAULT_MAX_CHUNKS: Final = DEFAULT_LIMITS.max_chunks
@@ -1561,6 +1425,7 @@ _DEFAULT_MAX_BLOCKS: Final = DEFAULT_LIMITS.max_blocks
 _DEFAULT_MAX_BYTES: Final = DEFAULT_LIMITS.max_block_bytes
 _DEFAULT_MAX_STREAM: Final = DEFAULT_LIMITS.max_stream_bytes
 _MAX_INT: Final = _shape.MAX_INT
+_BLOCK_TYPES: Final = _shape.BLOCK_TYPES
 _ABSENT: Final = object()
 _TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}
 _USAGE_FIELDS: Final = (

@@ -146,7 +146,7 @@ def partial_object(text: str) -> dict[str, Any] | None:
         return None
     try:
         value = from_json(text, allow_partial="trailing-strings")
-    except ValueError:
+    except (ValueError, TypeError):  # TypeError: a lone surrogate, which cannot be UTF-8
         return None
     return value if isinstance(value, dict) else None
 
@@ -279,6 +279,14 @@ class FinishReason(WireModel):
         made = cls.model_validate({**extra, "kind": reason["kind"], "failure": failure})
         made._raw = reason
         return made
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when kind, failure and other fields are: the wire form kept of an unknown kind is not compared."""
+        if not isinstance(other, FinishReason):
+            return NotImplemented
+        return (self.kind, self.failure, self.model_extra) == (other.kind, other.failure, other.model_extra)
+
+    __hash__ = WireModel.__hash__
 
     def to_wire(self) -> dict[str, Any]:
         """The camelCase dict of the wire format; a reason of an unknown kind exactly as it came (a copy)."""

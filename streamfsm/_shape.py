@@ -7,10 +7,23 @@ field and the reason of the first problem it finds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["MAX_INT", "MAX_JSON_DEPTH", "InvalidLine", "ShapeError", "check", "copy_json", "describe", "is_json_value"]
+import orjson
+
+__all__ = [
+    "MAX_INT",
+    "MAX_JSON_DEPTH",
+    "InvalidLine",
+    "ShapeError",
+    "check",
+    "copy_json",
+    "describe",
+    "is_json_value",
+    "json_size",
+]
 
 #: The largest int the wire carries (JavaScript's ``Number.MAX_SAFE_INTEGER``).
 MAX_INT: Final = 2**53 - 1
@@ -85,12 +98,7 @@ def _count(obj: Mapping[str, Any], key: str, path: str, *, low: int = 0, high: i
         raise ShapeError(path + key, f"must be an integer, got {describe(value)}")
     if not low <= value <= high:
         raise ShapeError(path + key, f"must be between {low} and {high}, got {value}")
-    return int(value)
-
-
-def _opt_count(obj: Mapping[str, Any], key: str, path: str, *, low: int = 0, high: int = MAX_INT) -> None:
-    if key in obj:
-        _count(obj, key, path, low=low, high=high)
+    return value if type(value) is int else int.__int__(value)
 
 
 def _text(obj: Mapping[str, Any], key: str, path: str, *, non_empty: bool = False) -> str:
@@ -101,16 +109,16 @@ def _text(obj: Mapping[str, Any], key: str, path: str, *, non_empty: bool = Fals
         raise ShapeError(path + key, f"must be a string, got {describe(value)}")
     if non_empty and not value:
         raise ShapeError(path + key, "must be a non-empty string")
-    return value
+    return value if type(value) is str else str.__str__(value)  # a str subclass, as a plain str
 
 
-def _mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+def _mapping(obj: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
     if key not in obj:
         raise ShapeError(path + key, "is missing")
     value = obj[key]
     if not isinstance(value, Mapping):
         raise ShapeError(path + key, f"must be an object, got {describe(value)}")
-    return value
+    return dict(value)  # a copy: the normalised fields are written into it, never into the caller's chunk
 
 
 #: The deepest nesting of arrays and objects :func:`is_json_value` accepts (a replay state, an attachment).
@@ -160,6 +168,44 @@ def is_json_value(value: object, max_depth: int = MAX_JSON_DEPTH) -> bool:
     return True
 
 
+def json_size(value: Any) -> int:
+    """The UTF-8 size of JSON data (checked by :func:`is_json_value`) written compactly, as orjson writes it.
+
+    Iterative, and computed once per container object: data built from shared references has the size of
+    its expansion (which may be astronomical: a limit then refuses it) at the cost of its distinct objects.
+    """
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, children_done = stack.pop()
+        if not isinstance(item, (Mapping, list, tuple)) or (not children_done and id(item) in sizes):
+            continue
+        members = list(item.items()) if isinstance(item, Mapping) else list(enumerate(item))
+        if not children_done:
+            stack.append((item, True))
+            stack.extend((v, False) for _, v in members if isinstance(v, (Mapping, list, tuple)))
+            continue
+        total = 2 + max(len(members) - 1, 0)  # brackets and commas
+        for key, v in members:
+            if isinstance(item, Mapping):
+                total += _scalar_size(key) + 1  # the key and its colon
+            total += sizes[id(v)] if isinstance(v, (Mapping, list, tuple)) else _scalar_size(v)
+        sizes[id(item)] = total
+    return sizes[id(value)] if isinstance(value, (Mapping, list, tuple)) else _scalar_size(value)
+
+
+def _scalar_size(value: Any) -> int:
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        try:
+            return len(int.__repr__(value))
+        except ValueError:  # past Python's 4,300-digit conversion limit: digits from the bit length
+            return int(abs(value).bit_length() * 0.30102999566398120) + 1 + (value < 0)
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of JSON data (checked by :func:`is_json_value`), iterative: no recursion limit below its depth.
 
@@ -190,17 +236,19 @@ def copy_json(value: Any) -> Any:
 
 
 def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
-    """Validate the shape of one chunk; return it as a plain ``dict`` and its type.
+    """Validate the shape of one chunk; return it as a plain, normalised ``dict`` and its type.
 
     Raises :class:`ShapeError` naming the first field that is missing or ill-typed. With ``harness``
     (``Policy.HARNESS``, SPEC §4): a block type or finish kind the protocol does not know is accepted (its
     block or reason must be JSON data, kept as it came), and a tool call's ``id`` and ``name`` may be empty.
+    The chunk returned is a new dict whose fields the machine reads have their exact types (a ``str``
+    subclass is a ``str``, an ``int`` subclass an ``int``, another mapping a ``dict``); other keys are kept.
     """
     if isinstance(chunk, InvalidLine):
         raise ShapeError("", f"{chunk.what} ({chunk.reason}): {chunk.text[:80]!r}")
     if not isinstance(chunk, Mapping):
         raise ShapeError("", f"a chunk must be an object, got {describe(chunk)}")
-    c: dict[str, Any] = chunk if type(chunk) is dict else dict(chunk)
+    c: dict[str, Any] = dict(chunk)
     if "type" not in c:
         raise ShapeError("type", "is missing")
     t = c["type"]
@@ -208,17 +256,18 @@ def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
         raise ShapeError("type", f"must be a string, got {describe(t)}")
     if t not in CHUNK_TYPES:
         raise ShapeError("type", f"unknown chunk type {t!r}; expected one of {', '.join(CHUNK_TYPES)}")
-    t = str(t)
+    t = c["type"] = str.__str__(t)
     if t == "usage":
-        usage = _mapping(c, "usage", "")
-        _count(usage, "inputTokens", "usage.")
-        _count(usage, "outputTokens", "usage.")
+        usage = c["usage"] = _mapping(c, "usage", "")
+        usage["inputTokens"] = _count(usage, "inputTokens", "usage.")
+        usage["outputTokens"] = _count(usage, "outputTokens", "usage.")
         for key in _OPTIONAL_USAGE:
-            _opt_count(usage, key, "usage.")
+            if key in usage:
+                usage[key] = _count(usage, key, "usage.")
         return c, t
     if t == "finish":
-        reason = _mapping(c, "reason", "")
-        kind = _text(reason, "kind", "reason.")
+        reason = c["reason"] = _mapping(c, "reason", "")
+        kind = reason["kind"] = _text(reason, "kind", "reason.")
         if kind not in FINISH_KINDS:
             if not harness:
                 raise ShapeError(
@@ -228,43 +277,45 @@ def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
             if not is_json_value(reason):
                 raise ShapeError("reason", "must be JSON data")
         if kind in ("error", "aborted"):
-            failure = _mapping(reason, "failure", "reason.")
-            _text(failure, "message", "reason.failure.", non_empty=True)
-            _text(failure, "code", "reason.failure.", non_empty=True)
-            _opt_count(failure, "status", "reason.failure.", low=100, high=599)
-            _opt_count(failure, "providerRetryAfterMs", "reason.failure.")
+            failure = reason["failure"] = _mapping(reason, "failure", "reason.")
+            failure["message"] = _text(failure, "message", "reason.failure.", non_empty=True)
+            failure["code"] = _text(failure, "code", "reason.failure.", non_empty=True)
+            for key, low, high in (("status", 100, 599), ("providerRetryAfterMs", 0, MAX_INT)):
+                if key in failure:
+                    failure[key] = _count(failure, key, "reason.failure.", low=low, high=high)
             if "requestId" in failure:
-                _text(failure, "requestId", "reason.failure.")
+                failure["requestId"] = _text(failure, "requestId", "reason.failure.")
         if "replayState" in c and not is_json_value(c["replayState"]):
             raise ShapeError("replayState", "must be JSON data")
         return c, t
-    _count(c, "index", "")
+    c["index"] = _count(c, "index", "")
     if t == "text-delta" or t == "reasoning-delta":
-        _text(c, "text", "")
+        c["text"] = _text(c, "text", "")
     elif t == "tool-call-delta":
-        _text(c, "id", "", non_empty=not harness)
+        c["id"] = _text(c, "id", "", non_empty=not harness)
         if "name" in c:
-            _text(c, "name", "", non_empty=not harness)
-        _text(c, "argumentsDelta", "")
+            c["name"] = _text(c, "name", "", non_empty=not harness)
+        c["argumentsDelta"] = _text(c, "argumentsDelta", "")
     elif t == "block-start":
-        block_type = _text(c, "blockType", "")
+        block_type = c["blockType"] = _text(c, "blockType", "")
         if block_type not in BLOCK_TYPES and not harness:
             raise ShapeError(
                 "blockType", f"unknown block type {block_type!r}; expected text, reasoning, tool-call or image"
             )
     else:  # block-end
-        block = _mapping(c, "block", "")
-        block_type = _text(block, "type", "block.")
+        block = c["block"] = _mapping(c, "block", "")
+        block_type = block["type"] = _text(block, "type", "block.")
         if block_type == "tool-call":
-            _text(block, "id", "block.", non_empty=not harness)
-            _text(block, "name", "block.", non_empty=not harness)
-            _text(block, "arguments", "block.")
+            block["id"] = _text(block, "id", "block.", non_empty=not harness)
+            block["name"] = _text(block, "name", "block.", non_empty=not harness)
+            block["arguments"] = _text(block, "arguments", "block.")
         elif block_type == "text" or block_type == "reasoning":
-            _text(block, "text", "block.")
+            block["text"] = _text(block, "text", "block.")
         elif block_type == "image":
             attachment = _mapping(block, "attachment", "block.")
             if not is_json_value(attachment):
                 raise ShapeError("block.attachment", "must be JSON data")
+            block["attachment"] = attachment
         elif not harness:
             raise ShapeError(
                 "block.type", f"unknown block type {block_type!r}; expected text, reasoning, tool-call or image"

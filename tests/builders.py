@@ -1,4 +1,5 @@
-"""The wire vocabulary of SPEC §1 as builders, and the stream runners that the rule, code and policy tests share.
+"""The wire vocabulary of SPEC §1 as builders, and the stream runners that the rule, code and policy tests share:
+among them every entry point of SPEC §5, run over one stream and required to agree (:func:`agree`).
 
 Field values are typed ``object`` on purpose: ``test_codes.py`` builds deliberately malformed chunks with them.
 The constants are shared by every module that imports them; no test may mutate them.
@@ -6,13 +7,19 @@ The constants are shared by every module that imports them; no test may mutate t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import importlib.util
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm import ErrorCode, LlmError, Policy
+from streamfsm import ErrorCode, LlmError, Policy, _machine
 
 Chunk = dict[str, Any]
 STRICT, HARNESS = Policy.STRICT, Policy.HARNESS
@@ -169,3 +176,214 @@ def reject(
     with pytest.raises(LlmError) as info:
         asm.close()
     return info.value
+
+
+# -- every entry point ----------------------------------------------------------------------------
+
+#: What one entry point showed of a stream, facet by facet: ``verdict`` (``("ok",)``, or the error's code,
+#: position, message, state and what that state accepted), ``result`` (the result's wire form, its interrupted
+#: blocks' and its replay state), ``notes`` (code, position, count, message), ``snapshot`` and ``chunk_count``
+#: (the machine at the end), ``passed`` (how many chunks ``validate`` let through). An entry point leaves out
+#: what it does not show.
+Seen = dict[str, Any]
+Feeder = Callable[[sf.StreamAssembler, list[Any]], None]
+
+
+def verdict_of(err: LlmError) -> tuple[Any, ...]:
+    """An error as the facet ``verdict``: code, position, message, state and what that state accepted."""
+    return ("error", str(err.code), err.chunk_index, err.message, err.state, err.expected)
+
+
+def wire_of(block: Any) -> Any:
+    """A block's wire form (a block kept as it came is the dict itself)."""
+    return block if isinstance(block, dict) else block.to_wire()
+
+
+def _result(result: sf.StreamResult) -> Seen:
+    wire = (result.to_wire(), [wire_of(b) for b in result.interrupted], result.replay_state)
+    return {"verdict": ("ok",), "result": wire}
+
+
+def _plain(value: object) -> bool:
+    """Whether ``value`` is JSON data of exact types that a JSON line carries unchanged (no subclass, no float
+    that is not finite, no int past 64 bits, no lone surrogate, no object reached twice: shared or a cycle)."""
+    stack = [value]
+    seen: set[int] = set()
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is dict or t is list:
+            if id(v) in seen:
+                return False
+            seen.add(id(v))
+        if t is dict:
+            assert isinstance(v, dict)
+            if any(type(k) is not str for k in v):
+                return False
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif t is list:
+            assert isinstance(v, list)
+            stack.extend(v)
+        elif t is str:
+            assert isinstance(v, str)
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif t is int:
+            assert isinstance(v, int)
+            if not -(2**63) <= v < 2**64:
+                return False
+        elif t is float:
+            assert isinstance(v, float)
+            if v != v or v in (float("inf"), float("-inf")):
+                return False
+        elif v is not None and t is not bool:
+            return False
+    return True
+
+
+def json_lines(chunks: list[Any]) -> list[bytes] | None:
+    """The chunks as JSON lines that read back as the very same chunks, or None when one is not plain JSON data."""
+    lines = []
+    for chunk in chunks:
+        if type(chunk) is not dict or not _plain(chunk):
+            return None
+        try:
+            line = orjson.dumps(chunk)
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes
+            return None
+        lines.append(line)
+    return lines
+
+
+def _feed(asm: sf.StreamAssembler, chunks: list[Any]) -> None:
+    for chunk in chunks:
+        asm.feed(chunk)
+
+
+def _feed_in_threes(asm: sf.StreamAssembler, chunks: list[Any]) -> None:
+    for at in range(0, len(chunks), 3):
+        asm.feed_many(iter(chunks[at : at + 3]))
+
+
+#: The ways a caller feeds an assembler: chunk by chunk, all at once, in calls of three chunks. (JSON lines,
+#: ``feed_lines``, take the chunks as lines: see :func:`every_entry_point`.)
+FEEDS: dict[str, Feeder] = {
+    "feed": _feed,
+    "feed_many": lambda asm, chunks: asm.feed_many(iter(chunks)),
+    "feed_many in threes": _feed_in_threes,
+}
+
+
+def _fed_by(feed: Feeder, chunks: list[Any]) -> Callable[[sf.StreamAssembler], None]:
+    return lambda asm: feed(asm, chunks)
+
+
+def run_machine(
+    feed: Callable[[sf.StreamAssembler], None],
+    policy: Policy | str = STRICT,
+    limits: sf.Limits | None = None,
+    *,
+    raw_arguments: bool = False,
+) -> Seen:
+    """Feed an assembler as ``feed`` does, then close it: the verdict, the result, and the machine at the end."""
+    asm = sf.StreamAssembler(policy, limits, raw_arguments=raw_arguments)
+    try:
+        feed(asm)
+        seen = _result(asm.close())
+    except LlmError as err:
+        seen = {"verdict": verdict_of(err)}
+    seen["notes"] = [(str(e.code), e.chunk_index, count, e.message) for e, count in asm.notes]
+    seen["snapshot"] = asm.snapshot().model_dump()
+    seen["chunk_count"] = asm.chunk_count
+    return seen
+
+
+def _run_api(run: Callable[[], sf.StreamResult]) -> Seen:
+    try:
+        return _result(run())
+    except LlmError as err:
+        return {"verdict": verdict_of(err)}
+
+
+def _run_validate(chunks: list[Any], policy: Policy | str, limits: sf.Limits | None) -> Seen:
+    passed = 0
+    try:
+        for chunk in sf.validate(chunks, policy=policy, limits=limits):
+            assert chunk is chunks[passed]  # passed through as it came, in order
+            passed += 1
+    except LlmError as err:
+        return {"verdict": verdict_of(err), "passed": passed}
+    return {"verdict": ("ok",), "passed": passed}
+
+
+def _run_aassemble(chunks: list[Any], policy: Policy | str, limits: sf.Limits | None) -> sf.StreamResult:
+    with asyncio.Runner() as runner:
+        return runner.run(sf.aassemble(aiter_chunks(chunks), policy=policy, limits=limits))
+
+
+def every_entry_point(
+    chunks: list[Any], policy: Policy | str = STRICT, limits: sf.Limits | None = None, *, raw_arguments: bool = False
+) -> dict[str, Seen]:
+    """What every entry point of SPEC §5 that can take the stream showed of it.
+
+    ``feed`` chunk by chunk, ``feed_many`` (at once and in threes), ``feed_lines`` (JSON lines), ``assemble``,
+    ``assemble_jsonl``, ``validate`` and ``aassemble``; the JSON-lines ones only when the chunks are plain JSON
+    data (:func:`json_lines`), the functions only without ``raw_arguments`` (an assembler's option).
+    """
+    seen = {
+        name: run_machine(_fed_by(feed, chunks), policy, limits, raw_arguments=raw_arguments)
+        for name, feed in FEEDS.items()
+    }
+    lines = json_lines(chunks)
+    if lines is not None:
+        seen["feed_lines"] = run_machine(lambda asm: asm.feed_lines(iter(lines)), policy, limits,
+                                         raw_arguments=raw_arguments)  # fmt: skip
+    if raw_arguments:
+        return seen
+    seen["assemble"] = _run_api(lambda: sf.assemble(chunks, policy=policy, limits=limits))
+    seen["validate"] = _run_validate(chunks, policy, limits)
+    seen["aassemble"] = _run_api(lambda: _run_aassemble(chunks, policy, limits))
+    if lines is not None:
+        blob = b"\n".join(lines) + b"\n"
+        seen["assemble_jsonl"] = _run_api(lambda: sf.assemble_jsonl(blob, policy=policy, limits=limits))
+    return seen
+
+
+def agree(
+    chunks: list[Any], policy: Policy | str = STRICT, limits: sf.Limits | None = None, *, raw_arguments: bool = False
+) -> Seen:
+    """Run the stream through every entry point that can take it (:func:`every_entry_point`): each facet one shows
+    must be the one ``feed`` shows, and ``validate`` lets through every chunk before the one refused. Returns what
+    ``feed`` showed."""
+    seen = every_entry_point(chunks, policy, limits, raw_arguments=raw_arguments)
+    first = seen["feed"]
+    verdict = first["verdict"]
+    for name, facets in seen.items():
+        for facet, value in facets.items():
+            if facet == "passed":
+                assert value == (len(chunks) if verdict[0] == "ok" else verdict[2]), (name, value, verdict)
+            else:
+                assert value == first[facet], f"{name} {facet}: {value!r} != feed's {first[facet]!r}"
+    return first
+
+
+# -- the machine as source -----------------------------------------------------------------------
+
+
+def source_machine() -> ModuleType:
+    """The machine module as Python: itself when it runs as source, else its source file loaded apart (the compiled
+    class cannot be subclassed from Python; the source is the same code). Tests subclass it to count calls."""
+    if _machine.__file__ is not None and _machine.__file__.endswith(".py"):
+        return _machine
+    name = "streamfsm._machine_source"
+    if name not in sys.modules:
+        assert _machine.__file__ is not None
+        spec = importlib.util.spec_from_file_location(name, Path(_machine.__file__).with_name("_machine.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

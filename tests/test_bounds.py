@@ -3,11 +3,7 @@ data, the documented nesting depth, and numbers that are kept exact or refused, 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -16,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm import _machine, _shape
+from streamfsm import _shape
 
+from .builders import source_machine
 from .conftest import SEED_CHUNKS
 
 Chunk = dict[str, Any]
@@ -135,22 +132,10 @@ def test_limit_exceeded_at_exactly_the_chunk_that_passes_the_stream_limit(
 # -- linear work ---------------------------------------------------------------------------------------
 
 
-def source_machine() -> ModuleType:
-    """The machine's module as Python source (the compiled class cannot be subclassed from Python)."""
-    name = "streamfsm._machine_source_for_bounds"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(_machine.__file__).with_name("_machine.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def test_a_run_of_blank_lines_is_skipped_in_one_go() -> None:
     """The finding: each blank line restarted the batch (a refusal and a copy of the rest of the batch)."""
 
-    class Counting(source_machine().StreamAssembler):  # type: ignore[misc, name-defined]
+    class Counting(source_machine().StreamAssembler):  # type: ignore[misc]
         runs = 0
 
         def feed_many(self, chunks: Any) -> None:

@@ -675,7 +675,7 @@ def test_validate_yields_every_chunk_before_the_rejected_one() -> None:
 MISSING = object()
 
 #: A valid chunk of each type, after a prefix where it is accepted (deltas after a first delta, so
-#: that the block's fast path, if there is one, is exercised too).
+#: that the hot path, for a delta to the one open block, is exercised too).
 BASES: dict[str, tuple[list[Chunk], Chunk]] = {
     "block-start": ([], start(0, "text")),
     "text-delta": ([start(0, "text"), text_delta(0, "a")], text_delta(0, "b")),

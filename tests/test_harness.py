@@ -30,6 +30,7 @@ from .builders import (
     E,
     Note,
     U,
+    agree,
     end_block,
     end_image,
     end_text,
@@ -342,7 +343,7 @@ def test_a_finish_of_an_unknown_kind_must_be_json_data() -> None:
 
 
 def test_a_finish_of_an_unknown_kind_keeps_its_null_fields() -> None:
-    """BUG (machine): ``FinishReason.to_wire()`` drops the fields of an unknown kind whose value is null
+    """Fixed (machine): ``FinishReason.to_wire()`` drops the fields of an unknown kind whose value is null
     (``exclude_none``): ``{"kind": "paused", "until": null}`` comes back as ``{"kind": "paused"}`` — not the
     finish as it came (SPEC §4; the extras are in ``model_extra``)."""
     reason = {"kind": "paused", "until": None, "why": "quota"}
@@ -363,7 +364,7 @@ def test_a_finish_of_an_unknown_kind_keeps_its_null_fields() -> None:
     ids=["int", "string", "no code", "an extra key", "a status that is no int"],
 )
 def test_a_finish_of_an_unknown_kind_with_any_failure_field_raises_nothing_but_llm_error(failure: Any) -> None:
-    """BUG (machine): a finish of an unknown kind is kept as it came (SPEC §4), but a ``failure`` field in it that
+    """Fixed (machine): a finish of an unknown kind is kept as it came (SPEC §4), but a ``failure`` field in it that
     is not an ``LlmFailure`` makes ``feed`` raise pydantic's ``ValidationError`` (``FinishReason.model_validate``
     in ``_on_finish``), after the chunk was noted: an exception that is not an ``LlmError`` escapes the machine."""
     reason = {"kind": "paused", "failure": failure}
@@ -449,7 +450,7 @@ def test_ids_may_repeat_across_blocks_under_harness_only() -> None:
 
 
 def test_an_empty_name_on_a_block_end_after_unnamed_deltas_is_noted() -> None:
-    """BUG (machine): STRICT refuses a block-end whose name is empty (INVALID_CHUNK). HARNESS accepts it, but
+    """Fixed (machine): STRICT refuses a block-end whose name is empty (INVALID_CHUNK). HARNESS accepts it, but
     notes it only when the block had no deltas (``_on_block_end`` calls ``_note_call`` for no-delta blocks only),
     so a tool call whose deltas never named it and whose block-end carries ``name: ""`` leaves no note."""
     chunks = [start(0, "tool-call"), tool_delta(0, "c", "{}"), end_tool(0, "c", "", "{}"), U, finish("tool-calls")]
@@ -617,37 +618,41 @@ def test_notes_stay_after_a_later_error_and_strict_notes_nothing() -> None:
         assert fed(chunks, HARNESS)[1] == []
 
 
-def test_notes_are_the_same_on_every_path_and_count_a_chunk_once() -> None:
-    """BUG (machine): ``notes`` gives each code's count as "how many chunks did the same". (1) The fast paths are
-    optimisations only, yet they change the counts: the hot path takes a later delta that repeats its block's
-    empty id, or the id another block has, without noting it, while the precise path (``_fast`` off) notes every
-    such delta. (2) One chunk is counted twice: a tool call with an empty id and an empty name is noted
-    INVALID_CHUNK once for each (``_note_call``)."""
+def test_notes_are_the_same_on_every_entry_point_and_count_a_tool_call_once() -> None:
+    """Fixed (machine): the hot path took a later delta that repeated its block's empty id, or the id another
+    block has, without noting it, while the precise path noted every such delta; and one chunk with an empty id
+    and an empty name was counted twice. Now each of a tool call's empty id, empty name and id another block has
+    is noted once, at the chunk that first said it (one chunk that says an empty id and an empty name: one
+    count), on every entry point."""
     chunks = [
         start(0, "tool-call"),
         tool_delta(0, "", "{", name="f"),  # 1: an empty id
-        tool_delta(0, "", '"a": 1'),  # 2: the same again
+        tool_delta(0, "", '"a": 1'),  # 2: the same again: the same tool call, not counted again
         tool_delta(0, "", "}"),  # 3: and again
         end_tool(0, "", "f", '{"a": 1}'),
         *tool_block(1, "c", "f", "{", "}"),
         start(2, "tool-call"),
         tool_delta(2, "c", "{"),  # 10: block 1's id
-        tool_delta(2, "c", "}"),  # 11: block 1's id again
+        tool_delta(2, "c", "}"),  # 11: block 1's id again: not counted again
         end_tool(2, "c", "f", "{}"),
         U,
         finish("tool-calls"),
     ]
-    by_path = []
-    for fast in (True, False):
-        asm = sf.StreamAssembler(HARNESS)
-        asm._fast = fast
-        asm.feed_many(chunks)
-        by_path.append(notes_of(asm))
-    fast_notes, precise_notes = by_path
-    assert fast_notes == precise_notes
-    assert [(code, index) for code, index, _ in fast_notes] == [(E.INVALID_CHUNK, 1), (E.TOOL_CALL_CONFLICT, 10)]
+    seen = agree(chunks, HARNESS)
+    assert seen["verdict"] == ("ok",)
+    assert [(code, index, count) for code, index, count, _ in seen["notes"]] == [
+        ("INVALID_CHUNK", 1, 1),
+        ("TOOL_CALL_CONFLICT", 10, 1),
+    ]
     one_chunk = [start(0, "tool-call"), end_tool(0, "", "", "{}"), U, finish("tool-calls")]
     assert fed(one_chunk, HARNESS)[1] == [(E.INVALID_CHUNK, 1, 1)]
+    both_in_one_delta = [start(0, "tool-call"), tool_delta(0, "", "{", name=""), tool_delta(0, "", "}", name=""),
+                         end_tool(0, "", "", "{}"), U, finish("tool-calls")]  # fmt: skip
+    assert [n[:3] for n in agree(both_in_one_delta, HARNESS)["notes"]] == [("INVALID_CHUNK", 1, 1)]
+    # The id said empty by one chunk, the name by a later one: two chunks, counted once each.
+    one_after_the_other = [start(0, "tool-call"), tool_delta(0, "", "{"), tool_delta(0, "", "}", name=""),
+                           end_tool(0, "", "", "{}"), U, finish("tool-calls")]  # fmt: skip
+    assert [n[:3] for n in agree(one_after_the_other, HARNESS)["notes"]] == [("INVALID_CHUNK", 1, 2)]
 
 
 def test_a_count_is_how_many_chunks_did_the_same() -> None:
@@ -736,7 +741,7 @@ def test_max_tokens_interrupts_an_image_block_and_one_of_an_unknown_type() -> No
 
 
 def test_to_wire_of_a_block_of_an_unknown_type_is_a_copy() -> None:
-    """BUG (machine): ``StreamResult.to_wire()`` hands out the very dict a block of an unknown type is kept in
+    """Fixed (machine): ``StreamResult.to_wire()`` hands out the very dict a block of an unknown type is kept in
     (``b if isinstance(b, dict) else b.to_wire()``), so changing the wire form changes the result; every other
     block's wire form is a new dict (an image block's attachment included)."""
     result = accepted([start(0, "video"), end_block(0, copy.deepcopy(VIDEO)), start(1, "image"),
@@ -751,7 +756,7 @@ def test_to_wire_of_a_block_of_an_unknown_type_is_a_copy() -> None:
 
 
 def test_messages_cut_a_long_block_type_or_finish_kind() -> None:
-    """BUG (machine): messages quote values cut at 40 characters (``_short``), and notes cut an unknown block type
+    """Fixed (machine): messages quote values cut at 40 characters (``_short``), and notes cut an unknown block type
     so (``_printable_kind``); but ``_Open.describe`` writes a block's type whole, and the BLOCK_NOT_CLOSED message
     a finish kind whole: a block type of 5,000 characters makes a BLOCK_TYPE_MISMATCH message of over 10,000
     (raw newlines included), and STREAM_TRUNCATED's and BLOCK_NOT_CLOSED's likewise."""

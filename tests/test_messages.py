@@ -3,8 +3,9 @@
 ``test_codes.py`` checks that a message holds the words that matter; this module pins every kind of
 message the machine writes (one case a message and variant: no block or several open, values cut at
 40 characters, a mapping that cannot be read, ...), as the first error and as the error every later
-call repeats, through ``feed`` and ``feed_many``; and every kind of note (what HARNESS accepted that
-STRICT would have refused, SPEC §4).
+call repeats, through ``feed`` and ``feed_many`` (and the same from every other entry point, with the state the
+chunk met and what that state accepted); and every kind of note (what HARNESS accepted that STRICT would have
+refused, SPEC §4).
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ import orjson
 import pytest
 
 import streamfsm as sf
+from streamfsm._machine import accepts
 
 from .builders import (
+    FEEDS,
     HARNESS,
     STOP,
     STRICT,
     TEXT,
     E,
     U,
+    agree,
     end_block,
     end_image,
     end_reasoning,
@@ -376,24 +380,15 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
 }  # fmt: skip
 
 
-def first_error(
-    policy: sf.Policy, limits: sf.Limits | None, chunks: list[Any], *, many: bool, fast: bool = True
-) -> tuple[Any, ...]:
+def first_error(policy: sf.Policy, limits: sf.Limits | None, chunks: list[Any], feed: str) -> tuple[Any, ...]:
     asm = sf.StreamAssembler(policy, limits)
-    asm._fast = fast
     with pytest.raises(sf.LlmError) as info:
-        if many:
-            asm.feed_many(chunks)
-        else:
-            for chunk in chunks:
-                asm.feed(chunk)
+        FEEDS[feed](asm, chunks)
     err = info.value
     return (err.code, err.chunk_index, err.message), asm
 
 
-@pytest.mark.parametrize(
-    ("many", "fast"), [(False, True), (True, True), (False, False)], ids=["feed", "feed_many", "precise path"]
-)
+@pytest.mark.parametrize("feed", ["feed", "feed_many"])
 @pytest.mark.parametrize(
     ("policy", "limits", "chunks", "code", "index", "message"), MESSAGES.values(), ids=MESSAGES.keys()
 )
@@ -404,10 +399,9 @@ def test_the_message(
     code: sf.ErrorCode,
     index: int,
     message: str,
-    many: bool,
-    fast: bool,
+    feed: str,
 ) -> None:
-    got, asm = first_error(policy, limits, chunks, many=many, fast=fast)
+    got, asm = first_error(policy, limits, chunks, feed)
     assert got == (code, index, message)
     assert asm.error is not None and (asm.error.code, asm.error.message) == (code, message)
     assert sf.StreamAssembler().error is None
@@ -420,6 +414,19 @@ def test_the_message(
             index,
             f"the stream already failed: {message}",
         )
+
+
+@pytest.mark.parametrize(
+    ("policy", "limits", "chunks", "code", "index", "message"), MESSAGES.values(), ids=MESSAGES.keys()
+)
+def test_every_entry_point_gives_the_message(
+    policy: sf.Policy, limits: sf.Limits | None, chunks: list[Any], code: sf.ErrorCode, index: int, message: str
+) -> None:
+    """``feed_lines`` (JSON lines, where the chunks are plain JSON), ``assemble``, ``assemble_jsonl``, ``validate``
+    and ``aassemble`` give the message ``feed`` gives, with its state and what that state accepted."""
+    _, got_code, got_index, got_message, state, expected = agree(chunks, policy, limits)["verdict"]
+    assert (got_code, got_index, got_message) == (code, index, message)
+    assert state in message and expected == accepts(state, policy)
 
 
 #: (policy, the chunks before the input ends, the message of STREAM_TRUNCATED at close)
@@ -504,27 +511,28 @@ NOTES: dict[str, tuple[sf.Policy, bool, list[Any], list[tuple[sf.ErrorCode, int,
 }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("many", "fast"), [(False, True), (True, True), (False, False)], ids=["feed", "feed_many", "precise path"]
-)
+@pytest.mark.parametrize("feed", ["feed", "feed_many"])
 @pytest.mark.parametrize(("policy", "raw", "chunks", "notes"), NOTES.values(), ids=NOTES.keys())
 def test_the_notes(
     policy: sf.Policy,
     raw: bool,
     chunks: list[Any],
     notes: list[tuple[sf.ErrorCode, int, str]],
-    many: bool,
-    fast: bool,
+    feed: str,
 ) -> None:
     asm = sf.StreamAssembler(policy, raw_arguments=raw)
-    asm._fast = fast
-    if many:
-        asm.feed_many(chunks)
-    else:
-        for chunk in chunks:
-            asm.feed(chunk)
+    FEEDS[feed](asm, chunks)
     assert [(e.code, e.chunk_index, e.message) for e, _ in asm.notes] == notes
     assert all(isinstance(e, sf.LlmError) for e, _ in asm.notes)
+
+
+@pytest.mark.parametrize(("policy", "raw", "chunks", "notes"), NOTES.values(), ids=NOTES.keys())
+def test_every_entry_point_gives_the_notes(
+    policy: sf.Policy, raw: bool, chunks: list[Any], notes: list[tuple[sf.ErrorCode, int, str]]
+) -> None:
+    """``feed_many`` in calls of three chunks and ``feed_lines`` (JSON lines) leave the notes ``feed`` leaves."""
+    seen = agree(chunks, policy, raw_arguments=raw)
+    assert [(code, index, message) for code, index, _, message in seen["notes"]] == notes
 
 
 #: A line that is not JSON: the message quotes it (cut at 80 characters) after the parser's reason.

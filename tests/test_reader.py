@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import io
-import re
+import itertools
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ MAX_SAFE = 2**53 - 1
 
 
 def event(chunk: dict[str, Any], seq: int = 0, turn: int = 1, step: int = 1) -> dict[str, Any]:
-    return {"type": "assistant/chunk", "seq": seq, "time": 1000 + seq, "data": {"turn": turn, "step": step, "chunk": chunk}}
+    data: dict[str, Any] = {"turn": turn, "step": step, "chunk": chunk}
+    return {"type": "assistant/chunk", "seq": seq, "time": 1000 + seq, "data": data}
 
 
 def text_row(texts: list[str], index: int = 0, kind: str = "text-chunks", **data: Any) -> dict[str, Any]:
@@ -146,7 +148,12 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "a tool-call row without id",
-        {"type": "tool-call-chunks", "seq0": 0, "time0": 1, "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}},
+        {
+            "type": "tool-call-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]},
+        },
         "data must be exactly {turn, step, index, id, name?, dt, args}",
     ),
     (
@@ -198,7 +205,14 @@ def test_each_expanded_chunk_knows_its_line_and_member() -> None:
         event({"type": "block-end", "index": 0, "block": {"type": "text", "text": "hello"}}, 4),
         event({"type": "block-start", "index": 1, "blockType": "tool-call"}, 5),
         call_row(["{", '"x":1', "}"], index=1),
-        event({"type": "block-end", "index": 1, "block": {"type": "tool-call", "id": "c1", "name": "bash", "arguments": '{"x":1}'}}, 9),
+        event(
+            {
+                "type": "block-end",
+                "index": 1,
+                "block": {"type": "tool-call", "id": "c1", "name": "bash", "arguments": '{"x":1}'},
+            },
+            9,
+        ),
         event({"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}}, 10),
         event({"type": "finish", "reason": {"kind": "tool-calls"}}, 11),
     )
@@ -250,7 +264,7 @@ def pack(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 data["id"] = c0["id"]
                 if "name" in c0:
                     data["name"] = c0["name"]
-            data["dt"] = [b["time"] - a["time"] for a, b in zip(run, run[1:], strict=False)]
+            data["dt"] = [b["time"] - a["time"] for a, b in itertools.pairwise(run)]
             if c0["type"] == "tool-call-delta":
                 data["args"] = [e["data"]["chunk"]["argumentsDelta"] for e in run]
                 kind = "tool-call-chunks"
@@ -301,10 +315,12 @@ _boundary = st.sampled_from(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.one_of(_delta, _delta, _delta, _boundary), st.integers(-5, 50)), max_size=40))
 def test_what_upstream_packs_reads_back_as_the_original_chunks(items: list[tuple[dict[str, Any], int]]) -> None:
-    events, time = [], 0
+    events: list[dict[str, Any]] = []
+    time = 0
     for seq, (chunk, gap) in enumerate(items):
         time += gap
-        events.append({"type": "assistant/chunk", "seq": seq, "time": time, "data": {"turn": 1, "step": 1, "chunk": chunk}})
+        data: dict[str, Any] = {"turn": 1, "step": 1, "chunk": chunk}
+        events.append({"type": "assistant/chunk", "seq": seq, "time": time, "data": data})
     streams = list(sf.read_session(log(*pack(events))))
     assert [c for s in streams for c in s.chunks] == [e["data"]["chunk"] for e in events]
 
@@ -327,8 +343,8 @@ def sources(data: bytes, tmp_path: Path) -> list[Any]:
         memoryview(data),
         io.BytesIO(data),
         io.StringIO(data.decode("utf-8")),
-        open(path, "rb"),  # noqa: SIM115 - closed by the reader's end of input
-        open(path, encoding="utf-8", newline=""),  # noqa: SIM115
+        open(path, "rb"),  # closed by the reader's end of input
+        open(path, encoding="utf-8", newline=""),
     ]
 
 

@@ -125,4 +125,7 @@ def test_packed_deltas_assemble_what_their_block_end_carries() -> None:
                 deltas.setdefault(chunk["index"], []).append(chunk["argumentsDelta"])
         for index, parts in deltas.items():
             block = result.blocks[index]
-            assert "".join(parts) == (block.arguments if isinstance(block, sf.ToolCallBlock) else block.text)
+            if isinstance(block, sf.ToolCallBlock):
+                assert "".join(parts) == block.arguments
+            else:
+                assert isinstance(block, sf.TextBlock | sf.ReasoningBlock) and "".join(parts) == block.text

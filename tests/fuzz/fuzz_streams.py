@@ -7,7 +7,9 @@ Two targets, each run for a given time::
 
 Invariant, for every input and both policies: nothing but ``LlmError`` escapes; the outcome (result, or
 code and position) equals the one ``tests/test_properties.reference`` derives from SPEC §2-§3 on its own;
-and the fast paths agree with the precise path (``_fast=False``). Run it against the source module
+and every entry point gives the same answer: outcome, position, message, state, notes, snapshot and result
+(``tests.builders.agree``: ``feed`` chunk by chunk, ``feed_many``, ``feed_lines``, ``assemble``,
+``assemble_jsonl``, ``validate``, ``aassemble``). Run it against the source module
 (``STREAMFSM_PURE=1`` build, or a checkout without the compiled ``.so``) for coverage guidance; an input
 that breaks the invariant is written by atheris as ``crash-*``: keep it under ``tests/fuzz/regressions/``.
 """
@@ -24,6 +26,7 @@ with atheris.instrument_imports(include=["streamfsm"]):
 
     import streamfsm as sf
 
+from tests.builders import agree
 from tests.test_properties import outcome, reference, same_as_reference
 
 POLICIES = (sf.Policy.STRICT, sf.Policy.HARNESS)
@@ -46,18 +49,14 @@ def _lines(data: bytes) -> list[Any]:
     return chunks
 
 
-def _check(chunks: list[Any], run_fast: Any, policy: sf.Policy) -> None:
-    got = outcome(run_fast)
+def _check(chunks: list[Any], run: Any, policy: sf.Policy) -> None:
+    got = outcome(run)
     same_as_reference(got, reference(chunks, policy))
-
-    def precise() -> sf.StreamResult:
-        asm = sf.StreamAssembler(policy)
-        asm._fast = False
-        for chunk in chunks:
-            asm.feed(chunk)
-        return asm.close()
-
-    assert outcome(precise) == got
+    verdict = agree(chunks, policy)["verdict"]
+    if got[0] == "ok":
+        assert verdict == ("ok",), (verdict, got)
+    else:
+        assert verdict[1:3] == (str(got[1]), got[2]), (verdict, got)
 
 
 def fuzz_jsonl(data: bytes) -> None:

@@ -31,9 +31,11 @@ from .workloads import (
     Workload,
     anthropic_events,
     bare_loop,
+    gemini_chunks,
     langchain_chunks,
     openai_chunks,
     pydantic_ai_calls,
+    responses_events,
 )
 
 __all__ = ["PEERS", "Contender", "baselines", "load_peers", "streamfsm_contenders"]
@@ -57,6 +59,10 @@ class Contender:
     peer: str = ""
     #: Which workloads it runs on; None for all.
     applies: Callable[[Workload], bool] | None = None
+    #: For a peer: the streamfsm contender it is measured against in the "faster than every peer" target ("": the
+    #: machine's own, ``assemble`` for chunk dicts and ``assemble_jsonl`` for JSON lines; a converter's key for a
+    #: peer fed a wire API's events).
+    versus: str = ""
 
     def check(self, workload: Workload, results: list[Any]) -> str | None:
         """None when every stream's result holds what the workload holds; else the first difference."""
@@ -281,11 +287,40 @@ def _run_assemble_jsonl(prepared: tuple[list[bytes], sf.Policy]) -> list[Any]:
     return [assemble_jsonl(b, policy=policy) for b in blobs]
 
 
+def _strict(w: Workload) -> bool:
+    """The converters' workloads: one block at a time (a wire API's events for them are the documented stream)."""
+    return w.policy == "strict"
+
+
+def _prepare_responses(w: Workload) -> list[list[dict[str, Any]]]:
+    return [responses_events(s) for s in w.streams]
+
+
+def _prepare_gemini(w: Workload) -> list[list[dict[str, Any]]]:
+    return [gemini_chunks(s) for s in w.streams]
+
+
+def _run_responses(streams: list[list[dict[str, Any]]]) -> list[Any]:
+    """The Responses API's events (dicts, as parsed from the SSE body) through the converter, then the machine."""
+    convert, assemble = sf.from_openai_responses_events, sf.assemble
+    return [assemble(convert(events)) for events in streams]
+
+
+def _run_gemini(streams: list[list[dict[str, Any]]]) -> list[Any]:
+    """Gemini's chunks (dicts, as parsed from the SSE body) through the converter, then the machine."""
+    convert, assemble = sf.from_gemini_chunks, sf.assemble
+    return [assemble(convert(chunks)) for chunks in streams]
+
+
 def streamfsm_contenders() -> list[Contender]:
     return [
         Contender("assemble", "streamfsm assemble()", "streamfsm", "dicts", _sf_dicts, _run_assemble,
                   streamfsm_content),
         Contender("feed", "streamfsm feed()", "streamfsm", "dicts", _sf_dicts, _run_feed, streamfsm_content),
+        Contender("responses", "streamfsm from_openai_responses_events()", "streamfsm", "dicts", _prepare_responses,
+                  _run_responses, streamfsm_content, applies=_strict),
+        Contender("gemini", "streamfsm from_gemini_chunks()", "streamfsm", "dicts", _prepare_gemini, _run_gemini,
+                  streamfsm_content, applies=_strict),
         Contender("assemble_jsonl", "streamfsm assemble_jsonl()", "streamfsm", "jsonl", _sf_jsonl,
                   _run_assemble_jsonl, streamfsm_content),
     ]
@@ -413,6 +448,83 @@ def _openai() -> list[Contender]:
     ]
 
 
+def _openai_responses() -> list[Contender]:
+    """openai-python's Responses stream accumulator: ``ResponseStreamState.handle_event`` for every event (what
+    ``client.responses.stream(...)`` runs), then its final response (``ResponseStream.get_final_response()``)."""
+    state_type: Any = importlib.import_module("openai.lib.streaming.responses._responses").ResponseStreamState
+    event_type: Any = importlib.import_module("openai.types.responses").ResponseStreamEvent
+    construct_type: Any = importlib.import_module("openai._models").construct_type
+    omit: Any = importlib.import_module("openai").omit
+
+    def prepare(w: Workload) -> list[list[Any]]:
+        # The objects the SDK's Stream yields: construct_type over the parsed SSE data.
+        return [[construct_type(type_=event_type, value=e) for e in responses_events(s)] for s in w.streams]
+
+    def run(streams: list[list[Any]]) -> list[Any]:
+        out: list[Any] = []
+        for events in streams:
+            state = state_type(input_tools=omit, text_format=omit)
+            for event in events:
+                state.handle_event(event)
+            # get_final_response(): the response parsed at response.completed (there is none for an incomplete one).
+            final = state._completed_response
+            out.append(final if final is not None else state._ResponseStreamState__current_snapshot)
+        return out
+
+    def content(response: Any) -> Content:
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: list[tuple[str, str, str]] = []
+        for item in response.output:
+            if item.type == "message":
+                text.extend(part.text for part in item.content if part.type == "output_text")
+            elif item.type == "reasoning":
+                reasoning.extend(part.text for part in item.summary)
+            elif item.type == "function_call":
+                calls.append((item.call_id, item.name, item.arguments))
+        return Content("".join(text), "".join(reasoning), tuple(calls))
+
+    return [Contender("openai-responses", "openai ResponseStreamState", "peer", "dicts", prepare, run, content,
+                      "openai", _strict, versus="responses")]
+
+
+def _google_genai() -> list[Contender]:
+    """google-genai has no stream accumulator: the peer is what the SDK does with each chunk of
+    ``generate_content_stream`` (its ``GenerateContentResponse`` parsed from the chunk's JSON data) and what its
+    ``Chat.send_message_stream`` keeps of them for the turn (each chunk's ``candidates[0].content``, in a list)."""
+    models: Any = importlib.import_module("google.genai.models")
+    response_type: Any = importlib.import_module("google.genai.types").GenerateContentResponse
+    from_mldev: Any = models._GenerateContentResponse_from_mldev  # the Gemini Developer API's response mapping
+
+    def run(streams: list[list[dict[str, Any]]]) -> list[Any]:
+        parse = response_type._from_response
+        out: list[Any] = []
+        for chunks in streams:
+            contents: list[Any] = []
+            for chunk in chunks:
+                response = parse(response=from_mldev(chunk), kwargs={})
+                if response.candidates and response.candidates[0].content:
+                    contents.append(response.candidates[0].content)
+            out.append(contents)
+        return out
+
+    def content(contents: list[Any]) -> Content:
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: list[tuple[str, str, str]] = []
+        for turn in contents:
+            for part in turn.parts or []:
+                if part.function_call is not None:
+                    call = part.function_call
+                    calls.append((call.id or "", call.name or "", orjson.dumps(call.args or {}).decode()))
+                elif part.text is not None:
+                    (reasoning if part.thought else text).append(part.text)
+        return Content("".join(text), "".join(reasoning), tuple(calls))
+
+    return [Contender("google-genai", "google-genai GenerateContentResponse", "peer", "dicts", _prepare_gemini, run,
+                      content, "google-genai", _strict, versus="gemini")]
+
+
 def _pydantic_ai() -> list[Contender]:
     """pydantic-ai: ``ModelResponsePartsManager`` fed as its Anthropic model feeds it, then ``get_parts()``."""
     manager_type: Any = importlib.import_module("pydantic_ai._parts_manager").ModelResponsePartsManager
@@ -496,6 +608,8 @@ def _langchain() -> list[Contender]:
 PEERS: tuple[tuple[str, str, Callable[[], list[Contender]]], ...] = (
     ("anthropic", "anthropic", _anthropic),
     ("openai", "openai", _openai),
+    ("openai", "openai", _openai_responses),
+    ("google-genai", "google.genai", _google_genai),
     ("pydantic-ai-slim", "pydantic_ai", _pydantic_ai),
     ("langchain-core", "langchain_core", _langchain),
 )

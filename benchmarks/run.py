@@ -358,24 +358,35 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
             out.append(Target("peak memory vs assembled output", r.workload.key, "≤ 2.0×",
                               f"{x:.2f}× ({_bytes(m.peak)} for {_bytes(r.workload.output_size)})", _verdict(x <= 2.0)))
     for r in results:
-        for fmt, mine in (("dicts", "assemble"), ("jsonl", "assemble_jsonl")):
-            peers = [m for m in r.measures.values() if m.contender.role == "peer" and m.contender.fmt == fmt]
-            if not peers:
+        # Each peer against the streamfsm entry point fed the same input: the machine for chunk dicts and JSON
+        # lines, a wire API's converter for that API's events.
+        groups: dict[tuple[str, str], list[Measure]] = {}
+        for m in r.measures.values():
+            c = m.contender
+            if c.role != "peer" or (m.status == "skipped" and m.note == "n/a"):
                 continue
+            mine = c.versus or ("assemble" if c.fmt == "dicts" else "assemble_jsonl")
+            groups.setdefault((c.fmt, mine), []).append(m)
+        for (fmt, mine), peers in groups.items():
+            ours_m = r.measures.get(mine)
+            if ours_m is None or not ours_m.ran:
+                continue
+            where = f"{r.workload.key} ({fmt})" if not peers[0].contender.versus else (
+                f"{r.workload.key} ({ours_m.contender.label})")
             ours = r.ns_per_chunk(mine)
             ran = [m for m in peers if m.ran]
             skipped = [m for m in peers if m.status == "skipped"]
             errors = [m for m in peers if m.status == "error"]
             if not ran:
                 text = "every peer skipped (too slow)" if skipped else "no peer ran"
-                out.append(Target("faster than every peer", f"{r.workload.key} ({fmt})", "every peer slower",
+                out.append(Target("faster than every peer", where, "every peer slower",
                                   text, _verdict(True if skipped and not errors else None)))
                 continue
             closest = min(ran, key=lambda m: m.median_ns)
             x = closest.median_ns / r.workload.n_chunks / ours
             extra = f"; {len(skipped)} skipped (too slow)" if skipped else ""
             out.append(Target(
-                "faster than every peer", f"{r.workload.key} ({fmt})", "every peer slower",
+                "faster than every peer", where, "every peer slower",
                 f"fastest peer {closest.contender.label}: {x:.2f}× streamfsm's time{extra}",
                 _verdict(x > 1.0),
             ))
@@ -534,7 +545,8 @@ def environment(versions: dict[str, str]) -> list[str]:
 _COLORS = {
     "bare": "black", "orjson": "tab:gray", "assemble": "tab:orange", "feed": "tab:green",
     "assemble_jsonl": "tab:orange", "anthropic": "tab:red", "openai": "tab:purple",
-    "pydantic-ai": "tab:brown", "langchain": "tab:pink",
+    "pydantic-ai": "tab:brown", "langchain": "tab:pink", "responses": "tab:blue", "openai-responses": "tab:cyan",
+    "gemini": "tab:olive", "google-genai": "tab:green",
 }
 
 
@@ -612,6 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         peer_contenders, versions, missing = load_peers()
     contenders = [*baselines(), *streamfsm_contenders(), *peer_contenders]
     order = ["bare", "bare-models", "bare-plain", "assemble", "feed", "anthropic", "openai", "pydantic-ai", "langchain",
+             "responses", "openai-responses", "gemini", "google-genai",
              "orjson", "bare-jsonl", "assemble_jsonl", "anthropic-jsonl", "openai-jsonl"]
     contenders.sort(key=lambda c: order.index(c.key) if c.key in order else len(order))
 
@@ -708,4 +721,15 @@ def _method(cfg: Config, results: list[WorkloadResult]) -> str:
         "`ChatCompletionStreamState.handle_chunk` then `get_final_completion()` (reasoning as DeepSeek's "
         "`reasoning_content`); pydantic-ai `ModelResponsePartsManager.handle_*` as its Anthropic model calls "
         "them, then `get_parts()`; langchain-core `AIMessageChunk` summed with `+` one chunk at a time.",
+        "- Converters (STRICT workloads): `streamfsm from_openai_responses_events()` is fed the workload as "
+        "the Responses API's stream events (dicts, as parsed from the SSE body: each block an output item, its "
+        "deltas, its `.done` events with the whole text and item, `response.completed` with the whole "
+        "response) and assembles them (`sf.assemble`); its peer is openai's own Responses accumulator, "
+        "`ResponseStreamState.handle_event` on the SDK's `ResponseStreamEvent` objects, then the final response "
+        "(`get_final_response()`). `streamfsm from_gemini_chunks()` is fed the workload as Gemini "
+        "`streamGenerateContent` chunks (dicts: one part per delta, each call whole); google-genai has no "
+        "stream accumulator, so its peer is what the SDK does with each chunk (`GenerateContentResponse` "
+        "parsed from the chunk's data, as `generate_content_stream` does) and keeps of the turn (each "
+        "chunk's `candidates[0].content`, as `Chat.send_message_stream` records it). \"Faster than every peer\" "
+        "compares each with the converter fed the same events.",
     ])

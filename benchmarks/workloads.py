@@ -3,8 +3,10 @@
 A :class:`Workload` is one or more streams of chunk dicts plus what they must assemble to
 (:class:`Content`, computed here from the chunks, independently of streamfsm). The converters at the
 bottom turn a stream into the *equivalent* stream of each peer — Anthropic Messages stream events,
-OpenAI ``ChatCompletionChunk`` dicts, pydantic-ai parts-manager calls, langchain ``AIMessageChunk``
-keyword arguments — as plain data; ``peers.py`` builds the peer's objects from them (untimed).
+OpenAI ``ChatCompletionChunk`` dicts, OpenAI Responses stream events, Gemini ``GenerateContentResponse``
+chunks, pydantic-ai parts-manager calls, langchain ``AIMessageChunk`` keyword arguments — as plain data;
+``peers.py`` builds the peer's objects from them (untimed). The Responses events and the Gemini chunks are
+also what streamfsm's own converters for those wire APIs are fed.
 
 Nothing here imports a peer, so this module works (and is tested) without any of them installed.
 """
@@ -38,6 +40,7 @@ __all__ = [
     "anthropic_events",
     "bare_loop",
     "big_arguments",
+    "gemini_chunks",
     "langchain_chunks",
     "long_text",
     "openai_chunks",
@@ -45,6 +48,7 @@ __all__ = [
     "pydantic_ai_calls",
     "recordings",
     "reference",
+    "responses_events",
     "sessions_dir",
     "short_streams",
     "to_jsonl",
@@ -590,4 +594,133 @@ def langchain_chunks(stream: Stream) -> list[dict[str, Any]]:
             out.append({"content": "", "usage_metadata": usage})
         elif op.op == "finish":
             out.append({"content": "", "response_metadata": {"finish_reason": op.kind}})
+    return out
+
+
+def responses_events(stream: Stream) -> list[dict[str, Any]]:
+    """OpenAI Responses API stream events (the SSE ``data`` objects), as the API documents and sends them.
+
+    Each block is one output item (a ``message`` with one ``output_text`` part, a ``reasoning`` item with one
+    summary part, a ``function_call``) between ``response.output_item.added`` and ``.done``; the deltas, then the
+    part's ``.done`` events with the whole text, the item's ``output_item.done`` with the whole item, and
+    ``response.completed`` with the whole response (its ``output`` and ``usage``), ``response.incomplete`` for a
+    stream cut off by max tokens. Every event has its ``sequence_number``.
+    """
+    response = {"id": "resp_bench", "object": "response", "created_at": 0, "model": "bench", "output": [],
+                "status": "in_progress", "usage": None, "error": None, "incomplete_details": None}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": response}]
+    output: list[dict[str, Any]] = []
+    open_items: dict[int, tuple[int, dict[str, Any], list[str]]] = {}
+    usage: dict[str, Any] | None = None
+    for op in plan(stream):
+        if op.op == "start":
+            position = len(output) + len(open_items)
+            if op.kind == "text":
+                item: dict[str, Any] = {"id": f"msg_{op.block}", "type": "message", "status": "in_progress",
+                                        "role": "assistant", "content": []}
+            elif op.kind == "reasoning":
+                item = {"id": f"rs_{op.block}", "type": "reasoning", "summary": []}
+            else:
+                item = {"id": f"fc_{op.block}", "type": "function_call", "status": "in_progress",
+                        "call_id": op.call_id, "name": op.name, "arguments": ""}
+            open_items[op.block] = (position, item, [])
+            events.append({"type": "response.output_item.added", "output_index": position, "item": dict(item)})
+            where = {"item_id": item["id"], "output_index": position}
+            if op.kind == "text":
+                part = {"type": "output_text", "text": "", "annotations": []}
+                events.append({"type": "response.content_part.added", **where, "content_index": 0, "part": part})
+            elif op.kind == "reasoning":
+                part = {"type": "summary_text", "text": ""}
+                events.append({"type": "response.reasoning_summary_part.added", **where, "summary_index": 0,
+                               "part": part})
+        elif op.op == "delta":
+            position, item, parts = open_items[op.block]
+            parts.append(op.value)
+            where = {"item_id": item["id"], "output_index": position}
+            if op.kind == "text":
+                events.append({"type": "response.output_text.delta", **where, "content_index": 0, "delta": op.value,
+                               "logprobs": []})
+            elif op.kind == "reasoning":
+                events.append({"type": "response.reasoning_summary_text.delta", **where, "summary_index": 0,
+                               "delta": op.value})
+            else:
+                events.append({"type": "response.function_call_arguments.delta", **where, "delta": op.value})
+        elif op.op == "end":
+            position, item, parts = open_items.pop(op.block)
+            whole = "".join(parts)
+            where = {"item_id": item["id"], "output_index": position}
+            if item["type"] == "message":
+                part = {"type": "output_text", "text": whole, "annotations": []}
+                events.append({"type": "response.output_text.done", **where, "content_index": 0, "text": whole,
+                               "logprobs": []})
+                events.append({"type": "response.content_part.done", **where, "content_index": 0, "part": part})
+                done = {**item, "status": "completed", "content": [part]}
+            elif item["type"] == "reasoning":
+                part = {"type": "summary_text", "text": whole}
+                events.append({"type": "response.reasoning_summary_text.done", **where, "summary_index": 0,
+                               "text": whole})
+                events.append({"type": "response.reasoning_summary_part.done", **where, "summary_index": 0,
+                               "part": part})
+                done = {**item, "summary": [part]}
+            else:
+                events.append({"type": "response.function_call_arguments.done", **where, "arguments": whole})
+                done = {**item, "status": "completed", "arguments": whole}
+            events.append({"type": "response.output_item.done", "output_index": position, "item": done})
+            output.append(done)
+        elif op.op == "usage":
+            usage = {"input_tokens": op.tokens[0], "input_tokens_details": {"cached_tokens": 0},
+                     "output_tokens": op.tokens[1], "output_tokens_details": {"reasoning_tokens": 0},
+                     "total_tokens": op.tokens[0] + op.tokens[1]}
+        elif op.op == "finish":
+            if op.kind == "max-tokens":
+                final = {**response, "status": "incomplete", "output": output, "usage": usage,
+                         "incomplete_details": {"reason": "max_output_tokens"}}
+                events.append({"type": "response.incomplete", "response": final})
+            else:
+                final = {**response, "status": "completed", "output": output, "usage": usage}
+                events.append({"type": "response.completed", "response": final})
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+def gemini_chunks(stream: Stream) -> list[dict[str, Any]]:
+    """Gemini ``streamGenerateContent`` chunks (``GenerateContentResponse`` objects as the API sends them, camelCase).
+
+    A text or reasoning delta is a chunk of one part (``thought: true`` for reasoning); a tool call is one part
+    with its whole ``functionCall`` (``id``, ``name``, ``args``: Gemini streams a call's arguments only when asked
+    to), in the chunk that ends its block; the last chunk carries the ``finishReason`` (``STOP``, which Gemini
+    also says for a turn of calls; ``MAX_TOKENS``) and the ``usageMetadata``. ``args`` is an object, not text:
+    the workloads' arguments are compact JSON, which an object written back as JSON gives again.
+    """
+    base = {"modelVersion": "bench", "responseId": "bench"}
+
+    def chunk(part: dict[str, Any]) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}], **base}
+
+    out: list[dict[str, Any]] = []
+    calls: dict[int, tuple[str, str, list[str]]] = {}
+    usage: dict[str, int] | None = None
+    for op in plan(stream):
+        if op.op == "start" and op.kind == "tool-call":
+            calls[op.block] = (op.call_id, op.name, [])
+        elif op.op == "delta":
+            if op.kind == "tool-call":
+                calls[op.block][2].append(op.value)
+            elif op.kind == "reasoning":
+                out.append(chunk({"text": op.value, "thought": True}))
+            else:
+                out.append(chunk({"text": op.value}))
+        elif op.op == "end" and op.block in calls:
+            call_id, name, pieces = calls.pop(op.block)
+            out.append(chunk({"functionCall": {"id": call_id, "name": name, "args": orjson.loads("".join(pieces))}}))
+        elif op.op == "usage":
+            usage = {"promptTokenCount": op.tokens[0], "candidatesTokenCount": op.tokens[1],
+                     "totalTokenCount": op.tokens[0] + op.tokens[1]}
+        elif op.op == "finish":
+            reason = "MAX_TOKENS" if op.kind == "max-tokens" else "STOP"
+            last: dict[str, Any] = {"candidates": [{"finishReason": reason, "index": 0}], **base}
+            if usage is not None:
+                last["usageMetadata"] = usage
+            out.append(last)
     return out

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from ._abort import AbortSignal
-from ._api import avalidate
+from ._api import aclose_upstream, avalidate
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, WireModel
@@ -347,11 +347,10 @@ class LlmAdapter(abc.ABC):
         except LlmError as exc:
             failure = exc
         except Exception as exc:
-            failure = LlmError(f"{type(self).__name__} failed: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN)
-            failure.__cause__ = exc
+            failure = LlmError.wrap(exc, f"{type(self).__name__} failed")
         finally:
             if source is not None:
-                await _aclose(source)
+                await aclose_upstream(source)
         if failure is not None:
             # Raised outside the handler, so that no context is attached that the redaction could not cut.
             raise self._redacted(failure)
@@ -359,9 +358,3 @@ class LlmAdapter(abc.ABC):
     def _redacted(self, error: LlmError) -> LlmError:
         """``error`` with this adapter's secrets taken out (an adapter with credentials says which they are)."""
         return error
-
-
-async def _aclose(iterator: AsyncIterator[Any]) -> None:
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()

@@ -449,7 +449,7 @@ class AgentRun:
                         # Not by the run (its cause is unset): the adapter raised CancelledError of its own.
                         attempt.failure = LlmError(f"{type(agent.adapter).__name__} was cancelled", ErrorCode.ABORTED)
                     elif (exc := producer.result()) is not None:
-                        attempt.failure = _as_llm_error(exc, agent.adapter)
+                        attempt.failure = LlmError.wrap(exc, f"{type(agent.adapter).__name__} failed")
                     else:
                         attempt.complete()
                     break
@@ -568,12 +568,4 @@ def _interrupted(exc: BaseException) -> LlmError:
         return LlmError("the run's task was cancelled", ErrorCode.ABORTED)
     if isinstance(exc, KeyboardInterrupt):  # a Ctrl-C while the run's own code ran (a hook, say)
         return LlmError("interrupted: KeyboardInterrupt", ErrorCode.ABORTED)
-    return LlmError(f"the run failed: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN)
-
-
-def _as_llm_error(exc: BaseException, adapter: LlmAdapter) -> LlmError:
-    if isinstance(exc, LlmError):
-        return exc
-    err = LlmError(f"{type(adapter).__name__} failed: {type(exc).__name__}: {exc}", ErrorCode.UNKNOWN)
-    err.__cause__ = exc
-    return err
+    return LlmError.wrap(exc, "the run failed")

@@ -52,16 +52,13 @@ def assemble(
     iterator = iter(chunks)
     try:
         asm.feed_many(iterator)
-    except Exception as exc:
-        _close_sync(iterator, quietly=True)
+    except BaseException as exc:
+        close_upstream(iterator, quietly=True)
         # feed_many lets the source's own exceptions through and says which ones they were.
-        if asm._source_failed and not isinstance(exc, LlmError):
+        if asm._source_failed and isinstance(exc, Exception) and not isinstance(exc, LlmError):
             raise _upstream_error(exc, asm) from exc
         raise
-    except BaseException:
-        _close_sync(iterator, quietly=True)
-        raise
-    _close_sync(iterator)
+    close_upstream(iterator)
     return asm.close()
 
 
@@ -86,18 +83,15 @@ async def aassemble(
             ours = True
             feed(chunk)
             ours = False
-    except Exception as exc:
-        await _close_async(iterator, quietly=True)
-        if ours or isinstance(exc, LlmError):
+    except BaseException as exc:
+        await aclose_upstream(iterator, quietly=True)
+        if ours or not isinstance(exc, Exception) or isinstance(exc, LlmError):
             raise
         raise _upstream_error(exc, asm) from exc
-    except BaseException:
-        await _close_async(iterator, quietly=True)
-        raise
     finally:
         if idle is not None:
             idle.stop()
-    await _close_async(iterator)
+    await aclose_upstream(iterator)
     return asm.close()
 
 
@@ -123,17 +117,14 @@ def validate(
             feed(chunk)
             yield chunk
             ours = False
-    except Exception as exc:
-        _close_sync(iterator, quietly=True)
+    except BaseException as exc:
+        close_upstream(iterator, quietly=True)
         # Only what the upstream's __next__ raised is wrapped: not the machine's verdict on a chunk, nor
-        # what the consumer throws in at the yield.
-        if ours or isinstance(exc, LlmError):
+        # what the consumer throws in at the yield, nor a BaseException (a cancellation, GeneratorExit).
+        if ours or not isinstance(exc, Exception) or isinstance(exc, LlmError):
             raise
         raise _upstream_error(exc, asm) from exc
-    except BaseException:
-        _close_sync(iterator, quietly=True)
-        raise
-    _close_sync(iterator)
+    close_upstream(iterator)
     asm.close()
 
 
@@ -172,18 +163,15 @@ async def avalidate(
             feed(chunk)
             yield chunk
             ours = False
-    except Exception as exc:
-        await _close_async(iterator, quietly=True)
-        if ours or isinstance(exc, LlmError):
+    except BaseException as exc:
+        await aclose_upstream(iterator, quietly=True)
+        if ours or not isinstance(exc, Exception) or isinstance(exc, LlmError):
             raise
         raise _upstream_error(exc, asm) from exc
-    except BaseException:
-        await _close_async(iterator, quietly=True)
-        raise
     finally:
         if idle is not None:
             idle.stop()
-    await _close_async(iterator)
+    await aclose_upstream(iterator)
     asm.close()
 
 
@@ -220,8 +208,12 @@ def validate_jsonl(
     asm.close()
 
 
-def _close_sync(iterator: Iterator[Any], *, quietly: bool = False) -> None:
-    """Close a generator-like upstream; ``quietly`` while another exception is on its way out."""
+def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:
+    """Close an upstream iterator, if it can be closed (a generator's ``close()``); the one way the entry points do.
+
+    ``quietly`` while another exception is on its way out: what closing raises then (an ``Exception``) is
+    dropped, so that the exception in flight is the one raised. On the way out of a success, it is raised.
+    """
     close = getattr(iterator, "close", None)
     if close is not None:
         if quietly:
@@ -231,8 +223,11 @@ def _close_sync(iterator: Iterator[Any], *, quietly: bool = False) -> None:
             close()
 
 
-async def _close_async(iterator: AsyncIterator[Any], *, quietly: bool = False) -> None:
-    """``aclose()`` an async upstream; ``quietly`` keeps the error in flight (never a cancellation)."""
+async def aclose_upstream(iterator: AsyncIterator[Any], *, quietly: bool = False) -> None:
+    """:func:`close_upstream` for an async upstream: ``await aclose()``, if it has one.
+
+    ``quietly`` drops what closing raises as an ``Exception`` only: a cancellation is never swallowed.
+    """
     aclose = getattr(iterator, "aclose", None)
     if aclose is not None:
         if quietly:
@@ -244,10 +239,7 @@ async def _close_async(iterator: AsyncIterator[Any], *, quietly: bool = False) -
 
 def _upstream_error(exc: Exception, asm: StreamAssembler) -> LlmError:
     """What an upstream's own exception (not an :class:`LlmError`) becomes: ``UNKNOWN``, naming it."""
-    return LlmError(
-        f"the upstream failed after {asm.chunk_count} chunk(s): {type(exc).__name__}: {exc}",
-        ErrorCode.UNKNOWN,
-    )
+    return LlmError.wrap(exc, f"the upstream failed after {asm.chunk_count} chunk(s)")
 
 
 class _Idle:

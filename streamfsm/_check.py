@@ -21,7 +21,7 @@ import orjson
 
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
-from ._machine import TABLE, StreamAssembler
+from ._machine import StreamAssembler
 from ._models import StreamResult, ToolCallBlock
 from ._recordings import (
     FORMATS,
@@ -32,7 +32,7 @@ from ._recordings import (
     bounded_lines,
     open_recordings,
 )
-from ._shape import CHUNK_TYPES, InvalidLine
+from ._shape import InvalidLine
 
 __all__ = [
     "FORMATS",
@@ -43,7 +43,6 @@ __all__ = [
     "StreamReport",
     "check_recording",
     "check_source",
-    "expected_in",
     "printable",
     "short",
 ]
@@ -140,6 +139,8 @@ class StreamReport:
     usage: dict[str, Any] | None = None
     finish: dict[str, Any] | None = None
     interrupted: tuple[str, ...] | None = None
+    #: The type of each item the turn kept for replay (``StreamResult.kept``), in order.
+    kept: tuple[str, ...] | None = None
     turn: Any = None
     step: Any = None
     #: What the stream broke of ``Policy.STRICT`` that its policy accepted (see ``StreamAssembler.notes``).
@@ -173,6 +174,7 @@ class StreamReport:
             "usage": self.usage,
             "finish": self.finish,
             "interrupted": list(self.interrupted) if self.interrupted is not None else None,
+            "kept": list(self.kept) if self.kept is not None else None,
             "turn": self.turn,
             "step": self.step,
             "member": self.member,
@@ -204,25 +206,6 @@ def short(text: str, limit: int) -> str:
     """``text`` made :func:`printable` and cut to ``limit`` characters (an ellipsis marks the cut)."""
     text = printable(text)
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "\u2026"
-
-
-def expected_in(state: str, policy: Policy | str) -> tuple[str, ...]:
-    """The chunk types the machine accepts in ``state`` under ``policy``, in protocol order.
-
-    Read from the machine's table; an edge guarded by ``interleave`` exists only under ``Policy.HARNESS``.
-    The other guards depend on the stream (which block is open), so their edges are listed.
-    """
-    interleave = Policy(policy) is Policy.HARNESS
-    row = TABLE.get(state, {})
-    accepted = {
-        chunk_type
-        for chunk_type, edges in row.items()
-        if any(
-            ("interleave" not in cond or interleave) and ("interleave" not in unless or not interleave)
-            for _, cond, unless in edges
-        )
-    }
-    return tuple(t for t in CHUNK_TYPES if t in accepted)
 
 
 # -- checking ---------------------------------------------------------------------------------------
@@ -278,6 +261,7 @@ def check_recording(
         usage=wire["usage"],
         finish=wire["finish"],
         interrupted=tuple(b["type"] if isinstance(b, dict) else b.type for b in result.interrupted),
+        kept=tuple(item.type for item in result.kept),
         notes=notes,
         **common,
     )
@@ -296,11 +280,8 @@ def _bad(recording: RecordedStream, policy: Policy, err: LlmError, common: dict[
         member = None
     else:
         assert index is not None, err
-        # The state the offending chunk met: replay the chunks before it (on the error path only).
-        replay = StreamAssembler(policy)
-        replay.feed_many(chunks[:index])
-        state = replay.state
-        expected = expected_in(state, policy)
+        # The machine's view travels on its error: the state the chunk met, and what that state accepts.
+        state, expected = err.state, err.expected
         at = index if index < len(chunks) else len(chunks) - 1  # STREAM_TRUNCATED: the last chunk received
         line = lines[at] if at >= 0 else None
         text = _chunk_text(chunks[at]) if at >= 0 else None
@@ -329,9 +310,9 @@ def check_source(
 ) -> FileReport:
     """Check every stream recorded in ``source`` (a path, bytes, or a file object; see ``sf.read_recordings``).
 
-    Streams are read and checked one at a time. A source that cannot be read, a format that cannot be told,
-    or an SSE body without the ``http`` extra, is the report's ``error``. With ``results``, the report keeps
-    each valid stream's :class:`StreamResult`.
+    Streams are read and checked one at a time. A source that cannot be read, or a format that cannot be told,
+    is the report's ``error`` (reading an SSE body needs no extra: the SSE parser is streamfsm's own). With
+    ``results``, the report keeps each valid stream's :class:`StreamResult`.
     """
     path = name if name is not None else (source if isinstance(source, str) else str(getattr(source, "name", "-")))
     try:
@@ -347,8 +328,6 @@ def check_source(
                 checked = [check_recording(watched.no_stream(path), policy, numbered=True)]
     except UnknownFormat as exc:
         return FileReport(path, None, [], f"cannot tell the format: {exc}")
-    except ImportError as exc:
-        return FileReport(path, None, [], f"reading SSE needs the http extra (pip install 'streamfsm[http]'): {exc}")
     except OSError as exc:
         return FileReport(path, None, [], f"cannot read: {exc.strerror or exc}")
     except LineTooLong as exc:

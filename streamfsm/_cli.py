@@ -1,4 +1,5 @@
-"""The ``streamfsm`` command: check recorded streams, assemble one, draw the machine, run the demo.
+"""The ``streamfsm`` command (``python -m streamfsm``): check recorded streams, assemble one, draw the machine,
+run the demo (``_demo.py``).
 
 Exit status: 0 when every stream is valid (and for ``diagram`` and ``demo`` when they ran); 1 when at least
 one stream is invalid; 2 for a usage error or an input that could not be read (a missing or unreadable file,
@@ -15,24 +16,16 @@ the ``cli`` extra (``rich``), and the command works without it.
 
 from __future__ import annotations
 
-import signal
-import sys
+from . import _startup
 
-
-def _interrupted_at_start(signum: int, frame: object) -> None:
-    """Ctrl-C while the command starts up: one line, exit 130, no traceback (then ``main`` answers it alike)."""
-    sys.stderr.write("streamfsm: interrupted\n")
-    raise SystemExit(130)
-
-
-if __name__ == "__main__":  # run as a program: guard the rest of start-up (imports, definitions) too
-    signal.signal(signal.SIGINT, _interrupted_at_start)
+_startup.guard_if_the_program()  # Ctrl-C from here on is exit 130 (see _startup): before the imports below
 
 import contextlib
 import json
 import os
 import shutil
 import stat
+import sys
 import time
 from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
@@ -58,6 +51,8 @@ from ._machine import diagram
 if TYPE_CHECKING:  # imported when used: a Ctrl-C while they load is then inside main()
     import argparse
     from concurrent.futures import Future
+
+_startup.imported()  # a Ctrl-C noted while the imports ran is answered now
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -211,6 +206,10 @@ def _good_details(report: StreamReport) -> str:
     parts.append(text)
     if report.interrupted:
         parts.append(f"interrupted: {', '.join(report.interrupted)}")
+    if report.kept:
+        from ._providers.replay import describe_kept  # the provider layer: loaded when a provider stream was read
+
+        parts.append(describe_kept(report.kept))
     return printable("; ".join(parts))  # block types and finish kinds come as they were recorded (HARNESS)
 
 
@@ -568,6 +567,11 @@ def _assemble(args: argparse.Namespace) -> int:
             status = EXIT_INVALID
         else:
             _say(json_text(result.to_wire(), indent=not args.compact))
+            if stream.kept:  # said on standard error: standard output stays JSON
+                from ._providers.replay import describe_kept
+
+                kept = describe_kept(stream.kept)
+                sys.stderr.write(f"{style(printable(stream.name), 'bold')}: {printable(kept)}\n")
     return status
 
 
@@ -577,9 +581,9 @@ def _diagram(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .__main__ import main as demo
+    from ._demo import run
 
-    return demo(list(args.args))
+    return run(args)
 
 
 # -- arguments --------------------------------------------------------------------------------------
@@ -681,12 +685,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Stream the seed example through the agent loop (no network, no key), then an adapter that "
         "breaks the protocol.",
     )
+    demo.add_argument("--fast", action="store_true", help="no pauses between chunks")
     demo.add_argument(
-        "args",
-        nargs=argparse.REMAINDER,
-        help="passed to the demo: --fast (no pauses), --base-url URL --model NAME (a real OpenAI-compatible "
-        "endpoint; key in STREAMFSM_API_KEY)",
+        "--base-url",
+        metavar="URL",
+        help="talk to a real OpenAI-compatible endpoint (e.g. https://api.deepseek.com) instead, with the key in "
+        "STREAMFSM_API_KEY (or OPENAI_API_KEY / DEEPSEEK_API_KEY)",
     )
+    demo.add_argument("--model", metavar="NAME", help="the model to ask at --base-url")
     demo.set_defaults(run=_demo)
     return parser
 
@@ -698,8 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     130 with one line on standard error.
     """
     try:
-        if signal.getsignal(signal.SIGINT) is _interrupted_at_start:
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on, KeyboardInterrupt, as usual
+        _startup.release()  # from here on, KeyboardInterrupt, as usual
         return _main(argv)
     except KeyboardInterrupt:
         _complain("interrupted")
@@ -708,11 +713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        if args.command != "demo":
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        args.args = [*extra, *args.args]  # the demo's own options (--fast), which argparse leaves aside
+    args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

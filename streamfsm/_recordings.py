@@ -19,8 +19,13 @@ One rule for every format and entry point (``read_recordings``, ``read_session``
 
 Formats (:data:`FORMATS`): ``jsonl`` (one chunk a line), ``harness-session`` (a DeepSeek Harness session
 log, SPEC §6: ``assistant/chunk`` event lines and packed ``*-chunks`` storage rows, one stream per
-``finish``), ``openai-sse`` and ``anthropic-sse`` (a provider body or one provider event a line, converted
-by ``sf.from_openai_chunks`` / ``sf.from_anthropic_events``). ``auto`` tells them apart by the first lines.
+``finish``), and one format per wire API, each a provider's SSE body or its events as JSON lines (one event a
+line), converted by the wire API's converter (:data:`PROVIDER_FORMATS`): ``openai-sse`` (chat completions,
+``sf.from_openai_chunks``), ``anthropic-sse`` (Messages, ``sf.from_anthropic_events``), ``openai-responses``
+(``sf.from_openai_responses_events``), ``gemini`` (``sf.from_gemini_chunks``), ``bedrock``
+(``sf.from_bedrock_events``: the events boto3's ``converse_stream`` yields, as JSON lines) and ``cohere``
+(``sf.from_cohere_events``). ``auto`` tells them apart by the first lines. An SSE body is parsed by the
+adapters' own parser (``_providers/sse.py``), each event knowing the line it starts at.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from ._shape import MAX_INT, InvalidLine
 __all__ = [
     "FORMATS",
     "MAX_LINE_BYTES",
+    "PROVIDER_FORMATS",
     "ROW_TYPES",
     "LineTooLong",
     "RecordedStream",
@@ -57,7 +63,19 @@ __all__ = [
 RecordingSource: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | IO[str]"
 
 #: The formats ``format=`` names; ``auto`` tells the others apart by their first lines.
-FORMATS: Final = ("auto", "jsonl", "harness-session", "openai-sse", "anthropic-sse")
+FORMATS: Final = (
+    "auto",
+    "jsonl",
+    "harness-session",
+    "openai-sse",
+    "anthropic-sse",
+    "openai-responses",
+    "gemini",
+    "bedrock",
+    "cohere",
+)
+#: The formats of a provider's stream (an SSE body, or its events as JSON lines), read through its converter.
+PROVIDER_FORMATS: Final = FORMATS[3:]
 
 #: The packed storage rows of a session log, and the delta type each row's members have.
 ROW_TYPES: Final = {
@@ -81,6 +99,30 @@ _ANTHROPIC_EVENTS: Final = frozenset(
         "ping",
         "error",
     }
+)
+#: The events of a Cohere v2 chat stream (``tool-call-delta`` is left out: the block protocol has a chunk type of
+#: that name, and a Cohere stream starts with ``message-start`` anyway).
+_COHERE_EVENTS: Final = frozenset(
+    {
+        "message-start",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "tool-plan-delta",
+        "tool-call-start",
+        "tool-call-end",
+        "citation-start",
+        "citation-end",
+        "message-end",
+        "debug",
+    }
+)
+#: The fields of a Gemini ``GenerateContentResponse`` chunk, any of which tells one.
+_GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback", "responseId")
+#: The events of a Bedrock ``ConverseStream`` (each an object of one key, the event's name; an exception event's
+#: name ends in ``Exception``).
+_BEDROCK_EVENTS: Final = frozenset(
+    {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
 )
 #: How many lines ``auto`` reads ahead into an SSE body to find an event that names its provider.
 _SNIFF_LINES: Final = 10_000
@@ -332,30 +374,56 @@ def _detect(lines: _Lines) -> str:
         if isinstance(record, dict):
             if _is_session_record(record):
                 return "harness-session"
-            if record.get("object") == "chat.completion.chunk" or "choices" in record:
-                return "openai-sse"
-            if record.get("type") in _ANTHROPIC_EVENTS:
-                return "anthropic-sse"
+            return _provider_of(record) or "jsonl"
         return "jsonl"
     if first.startswith(_SSE_FIELDS):
         provider = _sse_provider(lines.peek(_SNIFF_LINES))
         if provider is None:
             raise UnknownFormat(
-                "an SSE body, but its events are neither OpenAI chat completion chunks nor Anthropic Messages "
-                "events: pass --format openai-sse or --format anthropic-sse"
+                "an SSE body, but its events are of no wire API streamfsm reads (OpenAI chat completions, "
+                "Anthropic Messages, OpenAI Responses, Gemini, Bedrock, Cohere): pass --format "
+                + " or ".join(PROVIDER_FORMATS)
             )
         return provider
     return "jsonl"
+
+
+def _provider_of(event: dict[str, Any]) -> str | None:
+    """The wire API one provider event belongs to, told by its fields; None for anything else (a chunk)."""
+    kind = event.get("type")
+    if isinstance(kind, str):
+        if kind in _ANTHROPIC_EVENTS:
+            return "anthropic-sse"
+        if kind.startswith("response."):
+            return "openai-responses"
+        if kind in _COHERE_EVENTS:
+            return "cohere"
+    if event.get("object") == "chat.completion.chunk" or "choices" in event:
+        return "openai-sse"
+    if kind is None:
+        if any(key in event for key in _GEMINI_FIELDS):
+            return "gemini"
+        if len(event) == 1:
+            (name,) = event
+            if name in _BEDROCK_EVENTS or (name.endswith("Exception") and isinstance(event[name], dict)):
+                return "bedrock"
+    return None
 
 
 def detect_format(source: RecordingSource) -> str:
     """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not).
 
     A first line that is a JSON object: a session log's line (its ``session`` header, a packed row, or an
-    event with an ``x/y`` type, ``seq`` and ``data``) is ``harness-session``; a ``chat.completion.chunk`` is
-    ``openai-sse`` (as JSON lines); a Messages API event is ``anthropic-sse``; anything else ``jsonl``. A
-    first line that is an SSE field is a provider body, whose events say which provider. Anything else
-    (an empty file, a line that is not JSON) is ``jsonl``, where the machine reports it.
+    event with an ``x/y`` type, ``seq`` and ``data``) is ``harness-session``; a provider's event (as JSON
+    lines) is its wire API's format: a ``chat.completion.chunk`` (or an object with ``choices``) ``openai-sse``,
+    a Messages API event (``message_start``, ...) ``anthropic-sse``, an event whose ``type`` starts with
+    ``response.`` ``openai-responses``, a Cohere v2 event (``message-start``, ``content-delta``, ...)
+    ``cohere``, an object without ``type`` holding ``candidates``, ``usageMetadata``, ``modelVersion``,
+    ``promptFeedback`` or ``responseId`` ``gemini``, an object of one key naming a ConverseStream event
+    (``messageStart``, ``contentBlockDelta``, ``metadata``, ``...Exception``) ``bedrock``; anything else
+    ``jsonl``. A first line that is an SSE field is a provider body, whose events (their ``event`` names or
+    their data, told as above) say which provider. Anything else (an empty file, a line that is not JSON) is
+    ``jsonl``, where the machine reports it.
     """
     return _detect(_Lines(_raw_lines(source)))
 
@@ -375,8 +443,10 @@ def _sse_provider(lines: list[bytes]) -> str | None:
         for line in _sse_split(raw):
             name, _, value = line.partition(":")
             value = value.removeprefix(" ")
-            if name == "event" and value in _ANTHROPIC_EVENTS:
-                return "anthropic-sse"
+            if name == "event" and value:
+                named = _provider_of({"type": value})
+                if named is not None:
+                    return named
             if name != "data":
                 continue
             if value.strip() == "[DONE]":
@@ -386,10 +456,9 @@ def _sse_provider(lines: list[bytes]) -> str | None:
             except orjson.JSONDecodeError:
                 continue
             if isinstance(event, dict):
-                if event.get("object") == "chat.completion.chunk" or "choices" in event:
-                    return "openai-sse"
-                if event.get("type") in _ANTHROPIC_EVENTS:
-                    return "anthropic-sse"
+                provider = _provider_of(event)
+                if provider is not None:
+                    return provider
     return None
 
 
@@ -603,27 +672,19 @@ class _Where:
 def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
     """``(line, data)`` of each event of an SSE body, with the SSE line the event starts at.
 
-    The events are decoded by httpx-sse's decoder, the one the adapters' ``EventSource`` runs over a live
-    body, fed line by line so that each event's line is known. The end of the recording ends the last event.
+    The events are parsed by the adapters' own parser (``_providers/sse.py``, the one that reads a live body),
+    fed the recording line by line as it is read. The end of the recording ends the last event (a file often
+    lacks the blank line after it). One event holds at most :data:`MAX_LINE_BYTES`, as one line does:
+    past it, ``LIMIT_EXCEEDED``.
     """
-    from httpx_sse._decoders import SSEDecoder  # the http extra
+    from ._providers.sse import SSEParser  # here: the provider layer imports the core, which imports this
 
-    decoder = SSEDecoder()
-    start: int | None = None
-
-    def sse_lines() -> Iterator[str]:
-        for raw in lines:
-            yield from _sse_split(raw)
-        yield ""
-
-    for lineno, line in enumerate(sse_lines(), start=1):
-        if start is None and line and not line.startswith(":"):
-            start = lineno
-        event = decoder.decode(line)
-        if event is not None:
-            yield start, event.data
-        if not line:
-            start = None
+    parser = SSEParser(MAX_LINE_BYTES)
+    for raw in lines:
+        for event in parser.feed(raw):
+            yield event.line, event.data
+    for event in parser.end(complete=True):
+        yield event.line, event.data
 
 
 def _json_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
@@ -637,7 +698,7 @@ def _provider_events(
     """Parsed provider events, with ``where`` following them; the end markers enforced as the adapters do."""
     from ._providers.convert import event_object  # here: the provider layer imports the core, which imports this
 
-    who = "OpenAI" if fmt == "openai-sse" else "Anthropic"
+    who = _READERS[fmt][1]
     for line, text in records:
         where.line, where.text = line, text
         if sse and fmt == "openai-sse" and text == "[DONE]":
@@ -648,32 +709,54 @@ def _provider_events(
         yield event
         if sse and fmt == "anthropic-sse" and event.get("type") == "message_stop":
             return
-    if sse:
+    if sse and fmt in _MARKERS:
         where.text = None
-        marker = "[DONE]" if fmt == "openai-sse" else "message_stop"
-        raise LlmError(f"{who}: the recording ended without {marker}", ErrorCode.STREAM_CLOSED)
+        raise LlmError(f"{who}: the recording ended without {_MARKERS[fmt]}", ErrorCode.STREAM_CLOSED)
+
+
+#: Per provider format: the converter (by name, in ``streamfsm._providers``) and the provider's name in messages.
+_READERS: Final = {
+    "openai-sse": ("from_openai_chunks", "OpenAI"),
+    "anthropic-sse": ("from_anthropic_events", "Anthropic"),
+    "openai-responses": ("from_openai_responses_events", "OpenAI Responses"),
+    "gemini": ("from_gemini_chunks", "Gemini"),
+    "bedrock": ("from_bedrock_events", "Bedrock"),
+    "cohere": ("from_cohere_events", "Cohere"),
+}
+#: The SSE bodies that must end with a marker of their own, as the adapters require it; the other wire APIs'
+#: converters say whether the response was complete when the body ends.
+_MARKERS: Final = {"openai-sse": "[DONE]", "anthropic-sse": "message_stop"}
 
 
 def _read_provider(lines: _Lines, path: str, fmt: str) -> RecordedStream:
     """A provider body converted to block-protocol chunks; the converter's error is the stream's ``failure``.
 
-    A recorded SSE body is read as the adapters read a live one (``[DONE]`` and ``message_stop`` are
-    required, an event that is not a JSON object is ``MALFORMED_RESPONSE``), except that the last event
-    needs no blank line after it: a file often ends without one.
+    A recorded SSE body is read as the adapters read a live one: chat completions need ``[DONE]`` and the
+    Messages API ``message_stop``; the other wire APIs have no end marker of their own (their converter says
+    ``STREAM_CLOSED`` when the response did not end), and the body is over at the converter's ``finish``; an
+    event that is not a JSON object is ``MALFORMED_RESPONSE``. Except that the last event needs no blank line
+    after it: a file often ends without one. JSON lines of events are read to the end: an event after the
+    response's end is the converter's to refuse (a recording of two turns is not one stream).
     """
-    from ._providers import from_anthropic_events, from_openai_chunks
+    from . import _providers
 
-    convert: Callable[[Iterable[Any]], Iterator[Any]] = (
-        from_openai_chunks if fmt == "openai-sse" else from_anthropic_events
-    )
+    convert: Callable[[Iterable[Any]], Iterator[Any]] = getattr(_providers, _READERS[fmt][0])
     sse = not lines.first_content().startswith(b"{")
     records = _sse_records(lines) if sse else _json_records(lines)
     where = _Where()
     recording = RecordedStream(path, 0, [], [], format=fmt)
+    stop_at_finish = sse and fmt not in _MARKERS
+    chunks = convert(_provider_events(records, where, fmt, sse=sse))
     try:
-        for chunk in convert(_provider_events(records, where, fmt, sse=sse)):
+        for chunk in chunks:
             recording.chunks.append(chunk)
             recording.lines.append(where.line)
+            if stop_at_finish and chunk.get("type") == "finish":
+                break
     except LlmError as err:
         recording.failure, recording.failure_line, recording.failure_text = err, where.line, where.text
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()  # what is left of the body is not read (a file is closed now)
     return recording

@@ -40,6 +40,7 @@ from ._tools import TOOL_SIGNAL, Tool, ToolError
 
 __all__ = ["Outcome", "ToolRunner", "check_arguments"]
 
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one tool call gave: JSON data for the flat stream, text for the model, and whether it failed."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,7 +15,20 @@ import pytest
 import streamfsm as sf
 from streamfsm import ErrorCode
 
-from .agent_support import Fail, Turn, answer, calls, collect, finish, kinds, make_loop, run, usage, wire
+from .agent_support import (
+    Fail,
+    ScriptedAdapter,
+    Turn,
+    answer,
+    calls,
+    collect,
+    finish,
+    kinds,
+    make_loop,
+    run,
+    usage,
+    wire,
+)
 
 E = ErrorCode
 
@@ -287,6 +301,7 @@ def test_a_back_off_sleep_that_fails_fails_the_run() -> None:
     assert len(adapter.requests) == 1  # not retried unslept
     assert agent_run.done is not None and agent_run.done.reason == "cancel"
     assert agent_run.error is not None and agent_run.error.code is E.UNKNOWN
+    assert agent_run.error.message == "the run failed: RuntimeError: no timer"
 
 
 def test_no_retries() -> None:
@@ -305,8 +320,27 @@ def test_an_exception_that_is_not_an_llm_error_becomes_unknown_with_its_cause() 
     out = run(collect(agent_run))
     assert kinds(out) == ["text", "error", "done"]
     err = out[1].error
-    assert err.code is E.UNKNOWN and err.__cause__ is boom and "socket on fire" in err.message
+    assert err.code is E.UNKNOWN and err.__cause__ is boom
+    assert err.message == "ScriptedAdapter failed: RuntimeError: socket on fire"
     assert not out[1].recoverable and agent_run.error is err
+
+
+def test_an_adapter_whose_own_generate_raises_a_foreign_exception() -> None:
+    """An adapter may replace ``generate``: what it raises that is not an ``LlmError`` the loop wraps, as the
+    adapter's ``generate`` would."""
+    boom = OSError("disk gone")
+
+    class Raw(ScriptedAdapter):
+        async def generate(self, options: sf.GenerateOptions, **kwargs: Any) -> AsyncIterator[sf.StreamChunk]:
+            yield Turn().text("hi").chunks[0]
+            raise boom
+
+    loop = sf.AgentLoop(Raw([]), model="m", retry=sf.RetryPolicy(max_retries=0))
+    agent_run = loop.run("hi")
+    run(collect(agent_run))
+    err = agent_run.error
+    assert err is not None and err.code is E.UNKNOWN and err.__cause__ is boom
+    assert err.message == "Raw failed: OSError: disk gone"
 
 
 def test_an_adapter_that_raises_cancelled_error_of_its_own_ends_the_run_as_aborted() -> None:

@@ -276,6 +276,20 @@ def test_avalidate_never_swallows_cancellation(seed_chunks: Chunks) -> None:
     gc.collect()
 
 
+def test_a_foreign_exception_is_wrapped_one_way() -> None:
+    """``LlmError.wrap``, the one rule every wrapping site follows: ``UNKNOWN``, ``"{where}: {type}: {text}"``,
+    the original as the cause; an ``LlmError`` is itself."""
+    dropped = ConnectionError("dropped")
+    wrapped = sf.LlmError.wrap(dropped, "the upstream failed after 2 chunk(s)")
+    assert wrapped.code == "UNKNOWN"
+    assert wrapped.message == "the upstream failed after 2 chunk(s): ConnectionError: dropped"
+    assert wrapped.__cause__ is dropped and wrapped.__suppress_context__
+    assert wrapped.chunk_index is None and wrapped.status is None
+    limited = sf.LlmError("slow down", "RATE_LIMIT")
+    assert sf.LlmError.wrap(limited, "anything") is limited and limited.__cause__ is None
+    assert sf.LlmError.wrap(KeyError("k"), "x").message == "x: KeyError: 'k'"
+
+
 def test_upstream_exceptions_become_coded_errors(seed_chunks: Chunks) -> None:
     """The upstream's own LlmError passes through; any other exception is UNKNOWN, raised from it.
 
@@ -292,7 +306,7 @@ def test_upstream_exceptions_become_coded_errors(seed_chunks: Chunks) -> None:
         with pytest.raises(sf.LlmError) as info:
             await sf.aassemble(broken(dropped))
         assert info.value.code == "UNKNOWN" and info.value.__cause__ is dropped
-        assert "ConnectionError: dropped" in info.value.message
+        assert info.value.message == "the upstream failed after 1 chunk(s): ConnectionError: dropped"
         with pytest.raises(sf.LlmError) as info:
             await sf.aassemble(broken(limited))
         assert info.value is limited

@@ -6,6 +6,7 @@ installed peer, the content checks, the report). Peers are optional: without the
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -54,12 +55,41 @@ def test_smoke_run_prints_the_tables(smoke: tuple[subprocess.CompletedProcess[st
     assert "PASS" in out or "FAIL" in out
 
 
-def test_every_content_check_passed(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+def test_the_converters_run_next_to_their_sdks(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """The Responses and Gemini converters are timed (and content-checked) on every STRICT workload, each next to
+    its SDK's own handling of the same events when that SDK is installed."""
     proc, _ = smoke
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("Content checks:")), None)
-    assert line is not None, proc.stdout[-2000:]
-    assert " 0 failed" in line, proc.stdout[-4000:]
-    assert "FAILED:" not in proc.stdout
+    out = proc.stdout
+    assert "streamfsm from_openai_responses_events()" in out and "streamfsm from_gemini_chunks()" in out
+    for module, label in (("openai", "openai ResponseStreamState"), ("google.genai", "google-genai")):
+        if importlib.util.find_spec(module.split(".")[0]) is not None and importlib.util.find_spec(module):
+            assert label in out, label
+            assert f"(streamfsm from_{'openai_responses_events' if module == 'openai' else 'gemini_chunks'}())" in out
+
+
+@pytest.mark.parametrize("finish", ["stop", "tool-calls", "max-tokens"])
+def test_the_wire_api_events_of_a_workload_convert_to_its_content(finish: str) -> None:
+    """What the converter contenders are fed (benchmarks/workloads.py) is each wire API's documented stream: it
+    converts, under STRICT, to exactly the workload's content (text, reasoning, calls) and finish."""
+    import streamfsm as sf
+    from benchmarks.peers import streamfsm_content
+    from benchmarks.workloads import _tail, _text_block, _tool_block, gemini_chunks, reference, responses_events
+
+    stream = _text_block(0, ["Let me", " think", " — café"], "reasoning") + _text_block(1, ["流式", " text"])
+    if finish == "tool-calls":
+        # Compact JSON, as every workload's arguments: Gemini sends a call's args as an object, written back so.
+        stream += _tool_block(2, "call_1", "bash", ['{"command":', '"ls"', "}"])
+        stream += _tool_block(3, "call_2", "read", ['{"path":"a"}'])
+    stream += _tail(finish, 9)
+    want = reference(stream)
+    sf.assemble(stream, policy=sf.Policy.STRICT)  # the workload itself is valid
+    for convert, events in (
+        (sf.from_openai_responses_events, responses_events),
+        (sf.from_gemini_chunks, gemini_chunks),
+    ):
+        result = sf.assemble(convert(events(stream)), policy=sf.Policy.STRICT)
+        assert want.diff(streamfsm_content(result)) is None, convert.__name__
+        assert result.finish.kind == finish, convert.__name__
 
 
 def test_smoke_run_writes_results_md(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:

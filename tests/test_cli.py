@@ -1,4 +1,5 @@
-"""The ``streamfsm`` command, run as a user runs it: over the recordings in tests/fixtures and broken files made here."""
+"""The ``streamfsm`` command, run as a user runs it: over the recordings in tests/fixtures and broken files made
+here."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ JSON_KEYS = [
     "usage",
     "finish",
     "interrupted",
+    "kept",
     "turn",
     "step",
     "member",
@@ -72,6 +74,13 @@ def command(
         timeout=120,
         env=child_env(**(env or {})),
     )
+
+
+def console_script() -> str:
+    """The ``streamfsm`` script installed beside this interpreter (``pip install -e .`` installs it)."""
+    script = shutil.which("streamfsm", path=str(Path(sys.executable).parent))
+    assert script is not None, "the console script is not installed (pip install -e .)"
+    return script
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -591,8 +600,6 @@ def test_demo_runs_without_network() -> None:
 def test_demo_talks_to_an_openai_compatible_endpoint(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from streamfsm.__main__ import main as demo
-
     from .sse_server import SSE, SSEServer, openai_events
 
     def turn(delta: dict[str, Any], finish: str) -> list[dict[str, Any]]:
@@ -610,9 +617,9 @@ def test_demo_talks_to_an_openai_compatible_endpoint(
             SSE(openai_events(turn(listing, "tool_calls"))), SSE(openai_events(turn({"content": "A README."}, "stop")))
         )
         monkeypatch.setenv("STREAMFSM_API_KEY", "sk-demo")
-        assert demo(["--base-url", server.url, "--model", "deepseek-chat"]) == 0
+        status, out, _ = run(capsys, "demo", "--base-url", server.url, "--model", "deepseek-chat")
+        assert status == 0
         first, second = (request.json() for request in server.requests)
-    out = capsys.readouterr().out
     assert "→ tool call call_1: bash" in out and "A README." in out and "done: stop" in out
     assert server.requests[0].headers["authorization"] == "Bearer sk-demo"
     assert first["model"] == "deepseek-chat" and first["tools"][0]["function"]["name"] == "bash"
@@ -622,18 +629,49 @@ def test_demo_talks_to_an_openai_compatible_endpoint(
 def test_demo_without_a_key_says_what_it_needs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from streamfsm.__main__ import main as demo
-
     for name in ("STREAMFSM_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    assert demo(["--base-url", "http://127.0.0.1:9", "--model", "m"]) == 2
-    assert "STREAMFSM_API_KEY" in capsys.readouterr().err
+    status, _, err = run(capsys, "demo", "--base-url", "http://127.0.0.1:9", "--model", "m")
+    assert status == 2 and "STREAMFSM_API_KEY" in err
+
+
+def test_the_demo_options_are_the_demo_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
+    """One parser: the demo's options are declared on its subcommand, and anything else is a usage error."""
+    args = _cli.build_parser().parse_args(["demo", "--fast", "--base-url", "http://h", "--model", "m"])
+    assert (args.command, args.fast, args.base_url, args.model) == ("demo", True, "http://h", "m")
+    with pytest.raises(SystemExit) as info:
+        _cli.main(["demo", "--help"])
+    out = capsys.readouterr().out
+    assert info.value.code == 0 and all(option in out for option in ("--fast", "--base-url URL", "--model NAME"))
+    for argv in (["demo", "--nope"], ["demo", "extra"], ["check", "--fast", "x.jsonl"]):
+        with pytest.raises(SystemExit) as info:
+            _cli.main(argv)
+        assert info.value.code == _cli.EXIT_USAGE, argv
+        assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_python_m_streamfsm_is_the_command(bad: Path) -> None:
+    """``python -m streamfsm`` runs the command, as ``python -m pip`` is pip (it used to run the demo)."""
+
+    def module(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "streamfsm", *argv], capture_output=True, text=True, timeout=120, env=child_env()
+        )
+
+    checked = module("check", str(bad))
+    assert checked.returncode == _cli.EXIT_INVALID and checked.stderr == ""
+    assert checked.stdout == command("check", str(bad)).stdout
+    assert checked.stdout.startswith(f"{bad}:5: BLOCK_NOT_OPEN ")
+    version = module("--version")
+    assert (version.returncode, version.stdout) == (0, f"streamfsm {sf.__version__}\n")
+    bare = module()
+    assert bare.returncode == _cli.EXIT_USAGE and bare.stdout == "" and "COMMAND" in bare.stderr
+    demo = module("demo", "--fast")
+    assert demo.returncode == 0 and "rejected: BLOCK_NOT_OPEN at chunk 4" in demo.stdout
 
 
 def test_the_console_script() -> None:
-    script = shutil.which("streamfsm", path=str(Path(sys.executable).parent))
-    if script is None:
-        pytest.skip("the console script is not installed (pip install -e .)")
+    script = console_script()
     done = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert done.stdout == f"streamfsm {sf.__version__}\n"
@@ -828,10 +866,7 @@ def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     )
     for cmd, shown in examples:
         argv = cmd.split()[1:]
-        if "tests/fixtures/harness-sessions" in argv:
-            cwd = ROOT
-        else:
-            cwd = tmp_path
+        cwd = ROOT if "tests/fixtures/harness-sessions" in argv else tmp_path
         done = subprocess.run(
             [sys.executable, "-m", "streamfsm._cli", *argv], capture_output=True, text=True, cwd=cwd, timeout=120
         )

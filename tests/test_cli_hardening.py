@@ -34,7 +34,7 @@ from streamfsm._recordings import MAX_LINE_BYTES, LineTooLong, bounded_lines
 
 from .conftest import SEED_CHUNKS, SESSIONS
 from .sse_server import SSE, SSEServer, openai_events
-from .test_cli import child_env, jsonl, run
+from .test_cli import child_env, console_script, jsonl, run
 
 #: The address space a child may take (a bound on its memory): the longest line, twice, and room to start.
 CHILD_MEMORY = 2 * MAX_LINE_BYTES + 768 * 1024 * 1024
@@ -208,8 +208,9 @@ class Trickle(io.BytesIO):
         super().__init__(data)
         self.sizes = sizes
 
-    def read1(self, size: int = -1) -> bytes:
-        return super().read1(min(size, self.sizes.pop(0) if self.sizes else size))
+    def read1(self, size: int | None = -1) -> bytes:
+        want = -1 if size is None else size
+        return super().read1(min(want, self.sizes.pop(0) if self.sizes else want))
 
 
 @settings(max_examples=300, deadline=None)
@@ -401,61 +402,141 @@ def test_the_demo_escapes_what_the_endpoint_sends(
 # -- 19: Ctrl-C at any moment ------------------------------------------------------------------------------------
 
 
-def interrupted_as_a_user_sees_it(returncode: int, err: bytes) -> bool:
-    """Exit 130 with one line; or, before the interpreter takes signals at all, killed by SIGINT without a word
-    (which a shell reports as 130 too)."""
-    return (returncode, err) == (_cli.EXIT_INTERRUPTED, b"streamfsm: interrupted\n") or (
-        returncode == -signal.SIGINT and err == b""
+#: A probe the children load at their start (as ``sitecustomize``, which ``site`` imports before the program runs):
+#: it watches every import. It writes ``guarded`` to standard error at the first import once the command's start-up
+#: guard (``streamfsm._startup``) has SIGINT; with ``PROBE_SIGINT_AT=<module>`` it sends SIGINT to its own process
+#: as that module is imported; with ``PROBE_LOG=<file>`` it writes there each import and whether the guard had SIGINT.
+PROBE = """
+import os, sys, _signal
+_at, _log, _marked = os.environ.get("PROBE_SIGINT_AT"), os.environ.get("PROBE_LOG"), [False]
+class _Probe:
+    def find_spec(self, name, path=None, target=None):
+        guarded = getattr(_signal.getsignal(_signal.SIGINT), "__module__", None) == "streamfsm._startup"
+        if guarded and not _marked[0]:
+            _marked[0] = True
+            os.write(2, b"guarded\\n")
+        if _log:
+            with open(_log, "a") as log:
+                log.write(f"{name} {int(guarded)}\\n")
+        if name == _at:
+            os.kill(os.getpid(), _signal.SIGINT)
+        return None
+sys.meta_path.insert(0, _Probe())
+"""
+
+#: What loads before the guard has SIGINT: the interpreter's ``runpy`` (for ``-m``), the package (whose
+#: ``__init__`` imports nothing: its names load on first use), and the entry modules up to ``_startup``.
+ENTRY = {"runpy", "_signal", "streamfsm", "streamfsm.__main__", "streamfsm._cli", "streamfsm._startup"}
+
+INTERRUPTED = b"streamfsm: interrupted\n"
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of a probed child: the probe first on its path, and its bytecode written (to a folder of its
+    own) as an installed package's is, so that a child does not compile the command's modules at each start."""
+    folder = tmp_path_factory.mktemp("probe")
+    (folder / "sitecustomize.py").write_text(PROBE)
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)
+    env = child_env(PYTHONPATH=path, PYTHONPYCACHEPREFIX=str(folder / "pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for argv in STARTS.values():  # once, to write the bytecode
+        subprocess.run([*argv(), "--version"], stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=120)
+    return env
+
+
+#: The command as a user starts it: ``python -m streamfsm``, and the ``streamfsm`` script.
+STARTS = {
+    "python -m streamfsm": lambda: [sys.executable, "-m", "streamfsm"],
+    "the streamfsm script": lambda: [console_script()],
+}
+
+
+def imports(argv: list[str], env: dict[str, str], tmp_path: Path) -> list[tuple[str, bool]]:
+    """The modules the command imports as it checks an empty standard input, in order, each with whether the
+    start-up guard had SIGINT then."""
+    log = tmp_path / "imports.txt"
+    done = subprocess.run(
+        [*argv, "check", "-"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env={**env, "PROBE_LOG": str(log)},
+        timeout=120,
     )
+    assert done.returncode == _cli.EXIT_INVALID, done.stderr  # an empty stream: truncated
+    return [(name, guarded == "1") for name, guarded in (line.split() for line in log.read_text().splitlines())]
 
 
-#: A traceback through the command's own modules (their start-up included): there must never be one.
-OWN_FRAME = re.compile(rb'File "[^"]*streamfsm[/\\](_cli|_check|__main__)\.py"')
+@pytest.mark.parametrize("start", STARTS.values(), ids=STARTS.keys())
+def test_ctrl_c_at_every_moment_of_start_up(start: Any, probed: dict[str, str], tmp_path: Path) -> None:
+    """A SIGINT sent as the command imports each of its modules (its own, pydantic's, orjson's, ...): exit 130,
+    one line, no traceback, and no crash. Only the entry modules load before the guard has SIGINT.
 
-
-def test_ctrl_c_at_any_moment_of_start_up(tmp_path: Path) -> None:
-    """SIGINT at several delays after the start of a command that would wait for ever (a FIFO with no writer).
-
-    Once the command's code runs (its module's imports and definitions, argument parsing, the walk, the wait)
-    it is exit 130 with one line. Before that, two windows are not the command's: the interpreter's own start
-    (killed by SIGINT before it takes signals, or its ``init_import_site`` error) and the import of the
-    ``streamfsm`` package, which ``-m streamfsm._cli`` and the console script do before the command's module
-    runs; a traceback there goes through none of the command's modules. The last run is interrupted once it
-    waits on the FIFO: exit 130, one line.
+    A Ctrl-C while the command's modules import is answered once they are done: an exception raised inside an
+    extension module's initialisation crashed the interpreter (orjson's, importing ``datetime``: SIGSEGV), and
+    before the package imported its modules on first use, a Ctrl-C in the first ~0.3 s gave Python's traceback.
     """
-    fifo = tmp_path / "never.jsonl"
-    os.mkfifo(fifo)
-    for delay in (0, 0.05, 0.2, 0.5, None):
+    argv = start()
+    seen = imports(argv, probed, tmp_path)
+    first = next(k for k, (_, guarded) in enumerate(seen) if guarded)  # (main hands SIGINT back to Python later)
+    before, after = [name for name, _ in seen[:first]], [name for name, _ in seen[first:]]
+    assert set(before) <= ENTRY, before
+    names = set(after)
+    for heavy in ("orjson", "datetime", "pydantic", "pydantic_core._pydantic_core", "streamfsm._machine", "argparse"):
+        assert heavy in names, heavy  # each loads once the guard is there
+    # Every module from the guard on is a moment to interrupt; a sample of them, the heavy ones included.
+    extensions = {"orjson", "datetime", "uuid", "pydantic_core._pydantic_core"} & names  # (orjson imports the others)
+    moments = {*after[:3], *after[::10], *after[-3:], *extensions}
+    for module in sorted(moments):
+        done = subprocess.run(
+            [*argv, "check", "-"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env={**probed, "PROBE_SIGINT_AT": module},
+            timeout=120,
+        )
+        assert (done.returncode, done.stderr) == (_cli.EXIT_INTERRUPTED, b"guarded\n" + INTERRUPTED), module
+
+
+@pytest.mark.parametrize("start", STARTS.values(), ids=STARTS.keys())
+def test_ctrl_c_at_any_moment_of_start_up(start: Any, probed: dict[str, str]) -> None:
+    """SIGINT at 0, 0.02, 0.05, 0.1, 0.2 and 0.5 s after the start of ``check -`` on a pipe that never ends, and
+    once it waits on it: from the moment the start-up guard has SIGINT (the probe says ``guarded``), exit 130 with
+    one line and no traceback.
+
+    Before that moment nothing of the command runs, and Python answers as it does for any program: the
+    interpreter's own start (killed by SIGINT before it takes signals; a traceback from its ``site`` import) and
+    the loading of the entry modules (a fraction of a millisecond: ``test_ctrl_c_at_every_moment_of_start_up``
+    shows nothing else loads before the guard). Every start that reached the guard is checked strictly.
+    """
+    for delay in (0, 0.02, 0.05, 0.1, 0.2, 0.5, None):
         child = subprocess.Popen(
-            [sys.executable, "-m", "streamfsm._cli", "check", str(fifo)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_env(),
+            [*start(), "check", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=probed
         )
         try:
             if delay is None:
-                wait_until_blocked(child.pid)
+                wait_until_blocked(child.pid, "pipe")  # reading standard input: the command runs
             else:
                 time.sleep(delay)
             child.send_signal(signal.SIGINT)
-            _, err = child.communicate(timeout=60)
+            out, err = child.communicate(timeout=60)
         finally:
             child.kill()
-        assert not OWN_FRAME.search(err), err.decode()
-        if b"Traceback" not in err or delay is None:
-            assert interrupted_as_a_user_sees_it(child.returncode, err), (delay, child.returncode, err)
-    assert (child.returncode, err) == (_cli.EXIT_INTERRUPTED, b"streamfsm: interrupted\n")
+        if b"guarded" in err or delay is None:
+            assert (child.returncode, out, err) == (_cli.EXIT_INTERRUPTED, b"", b"guarded\n" + INTERRUPTED), delay
+        else:  # before the guard: the interpreter's answer, killed by SIGINT or its own traceback
+            assert child.returncode in (-signal.SIGINT, 1) and out == b"", (delay, child.returncode, err)
 
 
-def wait_until_blocked(pid: int, seconds: float = 60) -> None:
-    """Until the process waits in ``open()`` for a FIFO's writer (the kernel's ``wait_for_partner``): the
-    command's code runs, and would wait for ever."""
+def wait_until_blocked(pid: int, where: str = "partner", seconds: float = 60) -> None:
+    """Until the process waits in the kernel where ``where`` says (``/proc/PID/wchan``): ``partner`` in ``open()``
+    for a FIFO's writer, ``pipe`` in a read of an empty pipe. The command's code runs, and would wait for ever."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if "partner" in Path(f"/proc/{pid}/wchan").read_text():
+        if where in Path(f"/proc/{pid}/wchan").read_text():
             return
         time.sleep(0.02)
-    raise AssertionError("the command never waited for the FIFO's writer")
+    raise AssertionError(f"the command never waited ({where})")
 
 
 def test_ctrl_c_while_a_named_fifo_waits_for_its_writer(tmp_path: Path) -> None:
@@ -476,7 +557,7 @@ def test_ctrl_c_while_a_named_fifo_waits_for_its_writer(tmp_path: Path) -> None:
     assert (child.returncode, out, err) == (_cli.EXIT_INTERRUPTED, b"", b"streamfsm: interrupted\n")
 
 
-@pytest.mark.parametrize("argv", [["-m", "streamfsm"], ["-m", "streamfsm._cli", "demo"]])
+@pytest.mark.parametrize("argv", [["-m", "streamfsm", "demo"], ["-m", "streamfsm._cli", "demo"]])
 def test_ctrl_c_in_the_demo(argv: list[str]) -> None:
     """The demo pauses between chunks; interrupted there it says so in one line (it printed a traceback)."""
     child = subprocess.Popen(

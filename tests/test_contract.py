@@ -232,6 +232,9 @@ def test_an_exception_from_an_adapter_becomes_unknown(policy: sf.Policy | None) 
     with pytest.raises(sf.LlmError) as caught:
         run(Scripted(SEED[:3], error=cause), policy=policy)
     assert caught.value.code == E.UNKNOWN and caught.value.__cause__ is cause
+    # Through the machine the upstream's exception is the entry point's to wrap; without it, the adapter's.
+    where = "the upstream failed after 3 chunk(s)" if policy else "Scripted failed"
+    assert caught.value.message == f"{where}: ConnectionError: socket closed"
 
 
 def test_an_llm_error_from_an_adapter_reaches_the_caller_unchanged() -> None:
@@ -309,6 +312,7 @@ def test_an_exception_from_resolve_model_becomes_unknown() -> None:
 
     error = refused(Unresolvable())
     assert error.code == E.UNKNOWN and isinstance(error.__cause__, KeyError)
+    assert error.message == "Unresolvable failed: KeyError: 'm'"
 
 
 def test_aborting_after_a_waiters_loop_was_closed_does_not_raise() -> None:

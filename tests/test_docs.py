@@ -59,8 +59,10 @@ def test_the_compiled_machine_is_not_stale() -> None:
 
 
 def test_demo_runs_without_network() -> None:
+    """The Set up section's demo (``streamfsm demo``; ``python -m streamfsm demo`` is the same command)."""
+    assert "&& .venv/bin/streamfsm demo\n" in README
     done = subprocess.run(
-        [sys.executable, "-m", "streamfsm", "--fast"], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-m", "streamfsm", "demo", "--fast"], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("streamfsm demo: the seed example through the agent loop")

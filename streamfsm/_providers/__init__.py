@@ -13,6 +13,15 @@ One module per wire API, named for the API, its converter and its HTTP adapter t
   :class:`OpenAIConverter`, :func:`from_openai_chunks`, :class:`OpenAICompatibleAdapter`.
 - ``anthropic_messages.py``: the Anthropic Messages API: :class:`AnthropicConverter`,
   :func:`from_anthropic_events`, :class:`AnthropicAdapter`.
+- ``openai_responses.py`` (converter) and ``openai_responses_adapter.py`` (HTTP): the OpenAI Responses API:
+  :class:`OpenAIResponsesConverter`, :func:`from_openai_responses_events`, :class:`OpenAIResponsesAdapter`.
+- ``gemini.py`` (converter), ``gemini_arguments.py`` (streamed arguments written as JSON) and
+  ``gemini_adapter.py`` (HTTP): Gemini ``streamGenerateContent``: :class:`GeminiConverter`,
+  :func:`from_gemini_chunks`, :class:`GeminiAdapter`.
+- ``bedrock.py``: Bedrock ``ConverseStream`` (the events boto3 yields): :class:`BedrockConverter`,
+  :func:`from_bedrock_events`. No HTTP adapter: a Bedrock request is SigV4-signed by boto3.
+- ``cohere.py``: the Cohere v2 chat stream: :class:`CohereConverter`, :func:`from_cohere_events`. No HTTP
+  adapter: users hold the ``cohere`` SDK's stream.
 
 The shared pieces, each named for what it holds:
 
@@ -22,6 +31,8 @@ The shared pieces, each named for what it holds:
   are complete JSON yet).
 - ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
   until the open one may end, so that the output is valid under ``Policy.STRICT``.
+- ``replay.py``: what a turn keeps for replay (``Keeper``, within ``MAX_KEPT_CHARS``), how users read it
+  (:class:`KeptBlock`, :func:`kept_blocks`, :func:`describe_kept`) and how a request builder puts it back.
 - ``classify.py``: every failure a provider reports, as an ``ErrorCode``: an HTTP error status (with
   ``retry-after`` and the request id), an error sent inside a stream (its numeric ``code`` or ``status`` read
   as an HTTP status first), the wordings of a context overflow or an exhausted quota.
@@ -30,8 +41,8 @@ The shared pieces, each named for what it holds:
 - ``sse.py``: the bounded server-sent-events parser; ``body.py``: bounded content decoding;
   ``secrets.py``: key and header checks, and redaction.
 
-A new wire API goes in one new module named for it (``openai_responses.py``, ``gemini_generate_content.py``,
-``bedrock_converse.py``, ``cohere_chat.py``), which provides:
+A new wire API goes in one new module named for it (as ``openai_responses.py``, ``gemini.py``, ``bedrock.py``,
+``cohere.py`` did), which provides:
 
 1. A sans-IO converter class: ``feed(event: Mapping) -> list[StreamChunk]`` (the chunks one provider event
    completes) and ``end() -> list[StreamChunk]`` (the input is over), the ``Converter`` protocol of
@@ -57,14 +68,34 @@ from __future__ import annotations
 
 from .anthropic_messages import AnthropicAdapter, AnthropicConverter, from_anthropic_events
 from .base import HttpAdapter
+from .bedrock import BedrockConverter, from_bedrock_events
+from .cohere import CohereConverter, from_cohere_events
+from .gemini import GeminiConverter, from_gemini_chunks
+from .gemini_adapter import GeminiAdapter
 from .openai_chat import OpenAICompatibleAdapter, OpenAIConverter, from_openai_chunks
+from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
+from .openai_responses_adapter import OpenAIResponsesAdapter
+from .replay import KeptBlock, describe_kept, kept_blocks
 
 __all__ = [
     "AnthropicAdapter",
     "AnthropicConverter",
+    "BedrockConverter",
+    "CohereConverter",
+    "GeminiAdapter",
+    "GeminiConverter",
     "HttpAdapter",
+    "KeptBlock",
     "OpenAICompatibleAdapter",
     "OpenAIConverter",
+    "OpenAIResponsesAdapter",
+    "OpenAIResponsesConverter",
+    "describe_kept",
     "from_anthropic_events",
+    "from_bedrock_events",
+    "from_cohere_events",
+    "from_gemini_chunks",
     "from_openai_chunks",
+    "from_openai_responses_events",
+    "kept_blocks",
 ]

@@ -97,19 +97,21 @@ def by_position(kept: Sequence[KeptBlock], count: int) -> list[list[KeptBlock]]:
     return slots
 
 
-def describe_kept(kept: Sequence[KeptBlock]) -> str:
+def describe_kept(kept: Sequence[KeptBlock | str]) -> str:
     """One line saying what a turn kept for replay, for people: ``""`` when nothing was kept, else e.g.
     ``3 provider blocks kept for replay: server_tool_use, web_search_tool_result, compaction``.
 
-    Types are named in the order they first came, a repeated one once with its count (``citations (12)``); past
-    eight types the rest are counted (``… and 3 more types``) and a name is cut at 60 characters, so the line stays
+    ``kept`` is :attr:`StreamResult.kept` (or the items' types alone, as the command's reports hold them). Types
+    are named in the order they first came, a repeated one once with its count (``citations (12)``); past eight
+    types the rest are counted (``… and 3 more types``) and a name is cut at 60 characters, so the line stays
     short whatever the turn.
     """
     if not kept:
         return ""
     counts: dict[str, int] = {}
     for item in kept:
-        counts[item.type] = counts.get(item.type, 0) + 1
+        kind = item if isinstance(item, str) else item.type
+        counts[kind] = counts.get(kind, 0) + 1
     names = []
     for name, n in list(counts.items())[:_NAMED]:
         shown = name if len(name) <= _LONGEST else f"{name[:_LONGEST]}…"

@@ -1,0 +1,88 @@
+"""The package ``streamfsm`` imports its modules when a name is first used (PEP 562): every public name is still
+there, the same object its module defines, for ``sf.NAME``, ``from streamfsm import NAME``, ``import *``, type
+checkers (the imports under ``TYPE_CHECKING``) and ``dir()``; and ``import streamfsm`` alone loads none of them."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import streamfsm as sf
+
+from .test_cli import child_env
+
+INIT = Path(sf.__file__).read_text(encoding="utf-8")
+
+
+def type_checking_imports() -> dict[str, str]:
+    """What type checkers see: each name imported under ``if TYPE_CHECKING:`` in ``__init__.py``, with its module."""
+    found: dict[str, str] = {}
+    for node in ast.parse(INIT).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.level == 1:
+                    for alias in statement.names:
+                        assert alias.asname is None, alias.name
+                        found[alias.name] = str(statement.module)
+    return found
+
+
+PUBLIC = sorted(set(sf.__all__) - {"__version__"})
+
+
+def test_the_three_lists_of_public_names_agree() -> None:
+    """``__all__``, the imports under ``TYPE_CHECKING`` and the table ``__getattr__`` reads name the same names, each
+    from the same module: a name added to one and not the others fails here."""
+    seen = type_checking_imports()
+    assert sorted(seen) == PUBLIC
+    table = {name: module for module, names in sf._MODULES.items() for name in names}
+    assert table == seen
+    assert len(sf.__all__) == len(set(sf.__all__))
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_name_is_its_modules_object(name: str) -> None:
+    module = importlib.import_module(f"streamfsm.{type_checking_imports()[name]}")
+    assert getattr(sf, name) is getattr(module, name)
+    assert name in dir(sf)
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    assert sf.__version__ == importlib.metadata.version("streamfsm")
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match=r"^module 'streamfsm' has no attribute 'assembel'$"):
+        sf.assembel  # type: ignore[attr-defined]  # noqa: B018
+    assert not hasattr(sf, "_machine_typo")
+
+
+#: Run in a fresh interpreter: ``import streamfsm`` loads no module of its own nor any dependency; then every
+#: public name resolves on first use (``from streamfsm import *`` too) to its module's object.
+FRESH = """
+import importlib, sys
+import streamfsm as sf
+heavy = sorted(m for m in sys.modules if m.startswith("streamfsm.") or m.split(".")[0] in
+               {"pydantic", "pydantic_core", "orjson", "httpx", "httpx_sse", "jsonschema", "transitions"})
+assert heavy == [], heavy
+assert "assemble" not in vars(sf)
+namespace = {}
+exec("from streamfsm import *", namespace)
+assert sorted(set(namespace) - {"__builtins__"}) == sorted(sf.__all__)
+for name, module in ((n, m) for m, names in sf._MODULES.items() for n in names):
+    assert namespace[name] is getattr(importlib.import_module("streamfsm." + module), name), name
+    assert vars(sf)[name] is namespace[name], name  # kept: asked once
+print(namespace["__version__"])
+"""
+
+
+def test_import_streamfsm_loads_nothing_until_a_name_is_used() -> None:
+    done = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True, timeout=120, env=child_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{importlib.metadata.version('streamfsm')}\n"

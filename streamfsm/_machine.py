@@ -393,7 +393,7 @@ class _Open:
         # The stream-wide byte limit: ``counted`` is how many UTF-8 bytes of this block the stream's total
         # holds already, as of when ``size`` was ``size_at_count``; the deltas the hot path takes since are
         # counted at the next other path or at block-end. ``cap`` keeps them within the stream's room
-        # (StreamAssembler._room): units past ``size_at_count`` are at most a quarter of it.
+        # (StreamAssembler._heat, _count_to): units past ``size_at_count`` are at most a quarter of it.
         self.counted = 0
         self.counted_parts = 0
         self.size_at_count = 0
@@ -627,8 +627,9 @@ class StreamAssembler:
         """What this stream broke of ``Policy.STRICT`` that its policy accepted, by code, in order of first sight.
 
         Each entry is the error STRICT would have raised at the first such chunk (its code, position and
-        message), and how many chunks did the same. Empty under STRICT unless ``raw_arguments`` kept some
-        arguments that are not a JSON object (``TOOL_ARGUMENTS_INVALID``). One entry per code: bounded.
+        message), and how many chunks did the same (for a tool call's empty id or name, or an id another
+        block has: how many blocks). Empty under STRICT unless ``raw_arguments`` kept some arguments that
+        are not a JSON object (``TOOL_ARGUMENTS_INVALID``). One entry per code: bounded.
         """
         return [(note.error, note.count) for note in self._notes.values()] if self._notes else []
 
@@ -1261,10 +1262,6 @@ class StreamAssembler:
         )
 
     # -- the stream-wide byte limit (Limits.max_stream_bytes; see _Open.counted) ---------------------
-
-    def _room_cap(self) -> int:
-        """The unit cap of a block opened now: a quarter of its byte limit and of the stream's room."""
-        return min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2)
 
     def _heat(self, block: _Open) -> _Open:
         """``block`` becomes the hot block: its cap no further than the stream's room allows (returned)."""

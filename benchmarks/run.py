@@ -532,7 +532,7 @@ def environment(versions: dict[str, str]) -> list[str]:
     return [
         f"- Machine: {platform.platform()} ({platform.machine()}), CPU: {_cpu_model()}, "
         f"{os.cpu_count()} CPUs ({usable} usable)",
-        f"- Python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})",
+        f"- Python: {platform.python_implementation()} {platform.python_version()}",
         f"- Date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- streamfsm: {sf.__version__}, commit {_git_commit()}",
         "- Peers: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "none installed"),

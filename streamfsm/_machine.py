@@ -1026,14 +1026,7 @@ class StreamAssembler:
                 )
                 if not self._raw_arguments:
                     self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {state})", n)
-            size = _utf8_len(arguments)
-            if not had_deltas and size > self._max_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
-            stream = self._stream_bytes + size - block.counted
-            if stream > self._max_stream:
-                self._too_big_a_stream(stream, n)
-            if n >= self._max_chunks:
-                self._too_many_chunks(n)
+            stream = self._within_limits(block, _utf8_len(arguments), had_deltas, n)
             if parsed is None:
                 self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
                 done = construct(ToolCallBlock, {"type": "tool-call", "id": cid, "name": name, "arguments": arguments})
@@ -1047,24 +1040,10 @@ class StreamAssembler:
         elif block.kind:
             if had_deltas and not block.settle(text):
                 self._mismatch(block, "text", text, block.content(), n)
-            size = _utf8_len(text)
-            if not had_deltas and size > self._max_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
-            stream = self._stream_bytes + size - block.counted
-            if stream > self._max_stream:
-                self._too_big_a_stream(stream, n)
-            if n >= self._max_chunks:
-                self._too_many_chunks(n)
+            stream = self._within_limits(block, _utf8_len(text), had_deltas, n)
             done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
         else:  # a block that takes no deltas: kept as it came (a copy: the caller may mutate its chunk)
-            size = _json_size(wire)
-            if size > self._max_bytes:
-                self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
-            stream = self._stream_bytes + size - block.counted
-            if stream > self._max_stream:
-                self._too_big_a_stream(stream, n)
-            if n >= self._max_chunks:
-                self._too_many_chunks(n)
+            stream = self._within_limits(block, _json_size(wire), False, n)
             kept = _shape.copy_json(wire)
             if kind == "image":
                 done = construct(ImageBlock, {"type": "image", "attachment": kept["attachment"]})
@@ -1250,6 +1229,18 @@ class StreamAssembler:
         if size > self._max_bytes:
             self._limit(n, f"{block.describe()} would hold {size} bytes, more than {self._max_bytes}")
         return size
+
+    def _within_limits(self, block: _Open, size: int, had_deltas: bool, n: int) -> int:
+        """The limits of a block ending with ``size`` UTF-8 bytes, in their order: its own bytes (a block with
+        deltas was held to them delta by delta), the stream's, the chunk count. Returns the stream's bytes."""
+        if not had_deltas and size > self._max_bytes:
+            self._limit(n, f"{block.describe()} holds more than {self._max_bytes} bytes")
+        stream = self._stream_bytes + size - block.counted
+        if stream > self._max_stream:
+            self._too_big_a_stream(stream, n)
+        if n >= self._max_chunks:
+            self._too_many_chunks(n)
+        return stream
 
     def _mismatch(self, block: _Open, field: str, got: str, assembled: str, n: int) -> NoReturn:
         at = _first_difference(got, assembled)

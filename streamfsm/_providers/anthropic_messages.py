@@ -26,7 +26,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import convert, finish_reason, malformed, non_negative_int
+from .convert import closing, convert, finish_reason, malformed, non_negative_int
 from .replay import Keeper, by_position, json_size, kept_blocks
 from .secrets import check_headers
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -378,9 +378,6 @@ class AnthropicConverter:
         self.open = None
         if isinstance(cut, ProviderBlock) and (cut.kind != "tool-call" or cut.arguments_complete()):
             out.extend(self._end(cut, "the last content block"))
-        usage = self.usage
-        if usage is not None:
-            out.append({"type": "usage", "usage": usage})
         response = {**self.message, "stopReason": reason}
         if self.stop_sequence is not None:
             response["stopSequence"] = self.stop_sequence
@@ -388,9 +385,7 @@ class AnthropicConverter:
             entry = self.replay[position]
             assert entry is not None  # made when its first piece came
             entry["signature"] = "".join(parts)
-        replay = self.keeper.state(response=response, blocks=list(self.replay))
-        out.append({"type": "finish", "reason": finish, "replayState": replay})
-        return out
+        return out + closing(self.usage, finish, self.keeper.state(response=response, blocks=list(self.replay)))
 
 
 @overload

@@ -19,7 +19,7 @@ from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import convert, finish_reason, malformed, non_negative_int
+from .convert import closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper
 
@@ -412,8 +412,6 @@ class BedrockConverter:
         if finish["kind"] == "stop" and self.made == 0 and not self.kept:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out = queue.take()
-        if self.usage is not None:
-            out.append({"type": "usage", "usage": self.usage})
         keeper = Keeper()
         for kept in self.kept:
             keeper.keep(kept.type, kept.at, kept.data())
@@ -422,12 +420,7 @@ class BedrockConverter:
             blocks = [None] * self.made
             for ordinal, parts in self.signatures.items():
                 blocks[ordinal] = {"signature": "".join(parts)}
-        replay = keeper.state(blocks=blocks)
-        if replay is None:
-            out.append({"type": "finish", "reason": finish})
-        else:
-            out.append({"type": "finish", "reason": finish, "replayState": replay})
-        return out
+        return out + closing(self.usage, finish, keeper.state(blocks=blocks))
 
 
 def _sdk_errors(events: Iterable[Any]) -> Iterator[Any]:

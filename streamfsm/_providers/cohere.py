@@ -15,7 +15,7 @@ from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import convert, finish_reason, malformed, non_negative_int
+from .convert import closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper
 
@@ -312,17 +312,11 @@ class CohereConverter:
         if finish["kind"] == "stop" and self.made == 0 and not self.kept:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out = queue.take()
-        if self.usage is not None:
-            out.append({"type": "usage", "usage": self.usage})
         keeper = Keeper()
         for kind, at, item in self.kept:
             keeper.keep(kind, at, item.data() if isinstance(item, _Part) else item)
         replay = keeper.state(responseId=self.response_id, toolPlanBlocks=list(self.plans) or None)
-        if replay is None:
-            out.append({"type": "finish", "reason": finish})
-        else:
-            out.append({"type": "finish", "reason": finish, "replayState": replay})
-        return out
+        return out + closing(self.usage, finish, replay)
 
 
 @overload

@@ -22,6 +22,7 @@ from .classify import clip
 __all__ = [
     "Converter",
     "as_event",
+    "closing",
     "convert",
     "event_object",
     "finish_reason",
@@ -65,6 +66,19 @@ def finish_reason(reason: str, known: Mapping[str, WireFinishReason], field: str
         failure: WireFailure = {"message": f"the provider stopped with {field} {shown!r}", "code": reason.upper()}
         finish = {"kind": "error", "failure": failure}
     return finish
+
+
+def closing(usage: Any, finish: WireFinishReason, replay_state: Any = None) -> list[StreamChunk]:
+    """The chunks that close a turn: its ``usage`` (when the provider gave one), then its ``finish``, with the
+    ``replayState`` when the converter keeps one (every converter's ``end`` ends with these)."""
+    out: list[StreamChunk] = []
+    if usage is not None:
+        out.append({"type": "usage", "usage": usage})
+    if replay_state is None:
+        out.append({"type": "finish", "reason": finish})
+    else:
+        out.append({"type": "finish", "reason": finish, "replayState": replay_state})
+    return out
 
 
 # --- Driving a converter ------------------------------------------------------------------------------

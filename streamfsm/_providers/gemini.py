@@ -33,7 +33,7 @@ from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import as_event, convert, malformed, non_negative_int
+from .convert import as_event, closing, convert, malformed, non_negative_int
 from .gemini_arguments import ArgumentWriter
 from .held import BlockQueue
 from .replay import Keeper, json_size
@@ -415,8 +415,6 @@ class GeminiConverter:
         if finish["kind"] == "stop" and self.count == 0 and not self.keeper.items:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out = queue.take()
-        if self.usage is not None:
-            out.append({"type": "usage", "usage": self.usage})
         response = dict(self.response)
         for key, value in (
             ("finishReason", self.finish_reason),
@@ -427,8 +425,7 @@ class GeminiConverter:
             if value is not None:
                 response[key] = value
         state = self.keeper.state(gemini={"blocks": list(self.blocks), "response": response})
-        out.append({"type": "finish", "reason": finish, "replayState": state})
-        return out
+        return out + closing(self.usage, finish, state)
 
 
 async def _events_async(chunks: AsyncIterable[Any]) -> AsyncIterator[Mapping[str, Any]]:

@@ -24,7 +24,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import ProviderBlock
 from .classify import stream_failure
-from .convert import convert, finish_reason, malformed, non_negative_int
+from .convert import closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper, KeptBlock, by_position, json_size, kept_blocks
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -260,15 +260,7 @@ class OpenAIConverter:
         queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
         if finish["kind"] == "stop" and queue.count == 0 and not self.keeper.items:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
-        out = queue.take()
-        if self.usage is not None:
-            out.append({"type": "usage", "usage": self.usage})
-        replay = self.keeper.state()
-        if replay is None:
-            out.append({"type": "finish", "reason": finish})
-        else:
-            out.append({"type": "finish", "reason": finish, "replayState": replay})
-        return out
+        return queue.take() + closing(self.usage, finish, self.keeper.state())
 
 
 @overload

@@ -26,7 +26,7 @@ from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import convert, finish_reason, malformed, non_negative_int
+from .convert import closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper
 
@@ -455,20 +455,14 @@ class OpenAIResponsesConverter:
             raise LlmError("the provider completed the response without any content", ErrorCode.EMPTY_RESPONSE)
         out = queue.take()
         usage = response.get("usage")
-        if usage is not None:
-            if not isinstance(usage, Mapping):
-                raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
-            out.append({"type": "usage", "usage": responses_usage(usage)})
+        if usage is not None and not isinstance(usage, Mapping):
+            raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
         status = response.get("status")
         state = self.keeper.state(
             response={**self.response, **({"status": status} if isinstance(status, str) else {})},
             blocks=list(self.meta) if self.meta else None,
         )
-        if state is None:
-            out.append({"type": "finish", "reason": finish})
-        else:
-            out.append({"type": "finish", "reason": finish, "replayState": state})
-        return out
+        return out + closing(responses_usage(usage) if usage is not None else None, finish, state)
 
     def end(self) -> list[StreamChunk]:
         """The input is over: nothing more once the response ended, else ``STREAM_CLOSED``."""

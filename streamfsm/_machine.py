@@ -905,7 +905,9 @@ class StreamAssembler:
         self._done.append(None)
         self._started = index + 1
         self._state = dest
-        self._hot = block if len(open_blocks) == 1 else None
+        # The new block is hot (its deltas usually come next), its cap within the room left once the block
+        # that was hot has been counted.
+        self._hot = self._heat(block)
 
     def _on_delta(self, c: dict[str, Any], t: str, n: int) -> None:
         index: Any = c.get("index")
@@ -947,6 +949,8 @@ class StreamAssembler:
                     f"earlier delta named it {block.name!r} (state {state})",
                     n,
                 )
+        if block is not self._hot:  # a delta for another open block: the hot one is counted first
+            self._cool()
         size = self._grow(block, value, n)
         pending = _bytes_since(block) + _utf8_len(value)
         stream = self._stream_bytes + pending
@@ -968,6 +972,7 @@ class StreamAssembler:
                 self._ids.setdefault(cid, block.index)
             if name is not None:
                 block.name = name
+        self._hot = block  # its next deltas take the hot path (counted just now: its cap is the stream's room)
 
     def _on_block_end(self, c: dict[str, Any], n: int) -> None:
         index: Any = c.get("index")
@@ -1003,6 +1008,9 @@ class StreamAssembler:
         if block is None or block.type_name != kind:
             block = self._block_for("block-end", index, kind, n)  # describes the failure
         had_deltas = bool(block.parts)
+        hot = self._hot
+        if hot is not None and hot is not block:  # another block is hot: counted before this one's limits
+            self._cool()
         done: Block | dict[str, Any]
         if block.kind == "tool-call":
             cid = wire["id"]
@@ -1053,7 +1061,10 @@ class StreamAssembler:
         self._done[index] = done
         self._stream_bytes = stream
         self._state = dest
-        self._hot = self._heat(next(iter(open_blocks.values()))) if len(open_blocks) == 1 else None
+        if hot is None or hot is block:  # the one block left open (if one is) becomes hot
+            hot = next(iter(open_blocks.values())) if len(open_blocks) == 1 else None
+        # Hot or not, its cap is renewed: this block's bytes have just made the stream's room smaller.
+        self._hot = self._heat(hot) if hot is not None else None
 
     def _on_usage(self, c: dict[str, Any], n: int) -> None:
         u: Any = c.get("usage")

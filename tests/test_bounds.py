@@ -97,10 +97,12 @@ def streams(draw: st.DrawFn) -> tuple[list[Chunk], bool]:
     chunks: list[Chunk] = []
     if interleave:
         chunks += [{"type": "block-start", "index": b, "blockType": "text"} for b in range(count)]
-        for k in range(max(len(p) for p in blocks)):
+        # Runs of deltas, block after block: one delta a block (every delta changes the hot block), or longer
+        # runs (the hot block takes a run, and the next block's first delta counts it first).
+        run = draw(st.integers(1, 12))
+        for k in range(0, max(len(p) for p in blocks), run):
             for b, pieces in enumerate(blocks):
-                if k < len(pieces):
-                    chunks.append({"type": "text-delta", "index": b, "text": pieces[k]})
+                chunks += [{"type": "text-delta", "index": b, "text": piece} for piece in pieces[k : k + run]]
         chunks += [
             {"type": "block-end", "index": b, "block": {"type": "text", "text": "".join(p)}}
             for b, p in enumerate(blocks)

@@ -597,17 +597,24 @@ def handled(chunks: Sequence[Mapping[str, Any]]) -> list[int]:
     block takes between counts.)"""
     blocks: dict[int, dict[str, Any]] = {}
     positions = []
+    hot_index = None  # the hot block: the one started last, or the last one a delta went to
     for k, chunk in enumerate(chunks):
         t = chunk["type"]
         if t == "block-start":
             blocks[chunk["index"]] = {"id": False, "name": None}
+            hot_index = chunk["index"]
         elif t == "block-end":
             del blocks[chunk["index"]]
+            if hot_index in (None, chunk["index"]):
+                hot_index = next(iter(blocks)) if len(blocks) == 1 else None
+        elif t not in DELTAS:
+            hot_index = None
         if t not in DELTAS:
             positions.append(k)
             continue
         block = blocks[chunk["index"]]
-        hot = type(chunk) is dict and len(blocks) == 1
+        hot = type(chunk) is dict and chunk["index"] == hot_index
+        hot_index = chunk["index"]
         if t == "tool-call-delta":
             hot = hot and block["id"] and ("name" not in chunk or chunk["name"] == block["name"])
             block["id"] = True
@@ -640,7 +647,8 @@ TYPICAL = [
 @pytest.mark.parametrize("name", TYPICAL)
 def test_the_hot_path_takes_the_deltas_of_a_typical_stream(name: str, entry: str) -> None:
     """Only block boundaries, usage, finish, a tool call's first delta (and one that first names the tool), a
-    delta while several blocks are open, and a mapping that is not a dict reach the handlers."""
+    delta for an open block other than the hot one (the block started last, or the last a delta went to), and a
+    mapping that is not a dict reach the handlers."""
     chunks, policy, limits = STREAMS[name]
     asm = recorded(chunks, policy, limits, entry)
     want = handled([dict(c) for c in chunks] if entry == "feed_lines" else chunks)
@@ -665,9 +673,10 @@ def test_the_hot_path_takes_the_recorded_deltas() -> None:
             assert asm.cold == handled(chunks)
         hot += len(chunks) - len(asm.cold)
         deltas += sum(c["type"] in DELTAS for c in chunks)
-    # The others are a tool call's first delta (many recorded calls come in one delta) or came while
-    # several blocks were open.
-    assert (hot, deltas) == (4_554, 9_660)
+    # The others are a tool call's first delta (many recorded calls come in one delta) or a delta for an open
+    # block other than the hot one (the recorded blocks interleave in runs: 135 such deltas). Before the hot
+    # block followed the deltas, every delta while several blocks were open went to its handler: 4,554 of 9,660.
+    assert (hot, deltas) == (9_508, 9_660)
 
 
 @pytest.mark.parametrize("name", ["one-character deltas across caps", "a big text block", "a big tool call"])

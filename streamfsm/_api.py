@@ -107,7 +107,7 @@ def validate(
     iterator is closed on error and when the consumer stops early. What the upstream iterator raises
     becomes an :class:`LlmError` as in :func:`avalidate`.
     """
-    asm = StreamAssembler(policy, limits)
+    asm = StreamAssembler(policy, limits, results=False)
     feed = asm.feed
     iterator = iter(chunks)
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
@@ -125,7 +125,7 @@ def validate(
             raise
         raise _upstream_error(exc, asm) from exc
     close_upstream(iterator)
-    asm.close()
+    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
 
 
 async def avalidate(
@@ -152,7 +152,7 @@ async def avalidate(
     is created), by one timer a stream that is re-armed only when it runs out; ``None`` (the default)
     waits for ever and adds nothing per chunk. It needs an asyncio event loop.
     """
-    asm = StreamAssembler(policy, limits)
+    asm = StreamAssembler(policy, limits, results=False)
     feed = asm.feed
     iterator = aiter(chunks)
     idle = None if timeout is None else _Idle(timeout, asm)
@@ -172,7 +172,7 @@ async def avalidate(
         if idle is not None:
             idle.stop()
     await aclose_upstream(iterator)
-    asm.close()
+    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
 
 
 def assemble_jsonl(
@@ -199,13 +199,13 @@ def validate_jsonl(
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Parse and validate JSON lines, yielding each chunk dict once it is accepted."""
-    asm = StreamAssembler(policy, limits)
+    """Parse and validate JSON lines, yielding each chunk dict once it is accepted (no result is assembled)."""
+    asm = StreamAssembler(policy, limits, results=False)
     for line in iter_lines(source):
         chunk = asm.feed_line(line)
         if chunk is not None:
             yield chunk
-    asm.close()
+    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
 
 
 def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:

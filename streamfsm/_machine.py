@@ -75,10 +75,12 @@ from ._models import (
     ReasoningBlock,
     Snapshot,
     StreamResult,
+    StreamSummary,
     TextBlock,
     ToolCallBlock,
     Usage,
     _Blank,
+    kept_blocks,
     parse_arguments,
     partial_object,
 )
@@ -527,6 +529,11 @@ class StreamAssembler:
     ``feed(chunk)`` accepts a chunk or raises :class:`LlmError` with the chunk's position;
     ``close()`` returns the :class:`StreamResult` once the stream has finished. After any error the
     assembler is failed: every later call raises an error with the same code.
+
+    ``results=False`` checks the same rules and keeps no content: a block's text is dropped once its
+    ``block-end`` has been checked against its deltas, and no result model is built. ``summary()`` then
+    says what the stream came to (``close()`` and ``snapshot()`` have nothing to return and raise
+    ``ValueError``). This is what ``validate``, ``validate_jsonl`` and ``streamfsm check`` use.
     """
 
     __slots__ = (
@@ -548,6 +555,7 @@ class StreamAssembler:
         "_raw_arguments",
         "_replay",
         "_result",
+        "_results",
         "_source_failed",
         "_start_mask",
         "_started",
@@ -558,7 +566,12 @@ class StreamAssembler:
     )
 
     def __init__(
-        self, policy: Policy | str = Policy.STRICT, limits: Limits | None = None, *, raw_arguments: bool = False
+        self,
+        policy: Policy | str = Policy.STRICT,
+        limits: Limits | None = None,
+        *,
+        raw_arguments: bool = False,
+        results: bool = True,
     ) -> None:
         # Module constants, not Policy.X: an enum attribute is a slow read (EnumType's __getattr__).
         if policy is _STRICT or policy is _HARNESS:
@@ -568,6 +581,7 @@ class StreamAssembler:
         self._interleave = interleave = policy is _HARNESS
         # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
         self._raw_arguments = raw_arguments or interleave
+        self._results = results
         self._notes: dict[str, _Note] | None = None
         self._start_mask = INTERLEAVE if interleave else 0  # the guard bits of a block-start (see RESOLVED)
         # The limits, read once as plain values (a model's attributes are slow to read; the defaults' are read
@@ -589,7 +603,9 @@ class StreamAssembler:
         self._open: dict[int, _Open] = {}
         self._hot: _Open | None = None
         self._started = 0
-        self._done: list[Block | dict[str, Any] | None] = []
+        # Each block by index once it has ended (None while open): its model, or without results its type
+        # (a str) or, for a tool call, its (id, name).
+        self._done: list[Any] = []
         self._ids: dict[str, int] = {}
         self._tool_calls = 0
         self._usage: Usage | None = None
@@ -711,15 +727,9 @@ class StreamAssembler:
         """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""
         if self._result is not None:
             return self._result
-        if self._state == FAILED:
-            raise self._again()
-        if self._state != FINISHED:
-            self._fail(
-                ErrorCode.STREAM_TRUNCATED,
-                f"the input ended after {self._count} chunk(s) without a finish "
-                f"(state {self._state}{self._open_note()})",
-                self._count,
-            )
+        self._end()
+        if not self._results:
+            raise ValueError("this assembler keeps no results (results=False): summary() says what the stream was")
         assert self._finish is not None
         done = self._done
         self._result = construct(
@@ -734,11 +744,55 @@ class StreamAssembler:
         )
         return self._result
 
+    def summary(self) -> StreamSummary:
+        """End of input, as :meth:`close`: what the stream came to (:class:`StreamSummary`), with or without results."""
+        self._end()
+        assert self._finish is not None
+        blocks: list[str] = []
+        calls: list[tuple[str, str]] = []
+        for done in self._done:
+            if done is None:
+                continue
+            if type(done) is str:
+                blocks.append(done)
+            elif type(done) is tuple:
+                blocks.append("tool-call")
+                calls.append(done)
+            elif isinstance(done, ToolCallBlock):
+                blocks.append("tool-call")
+                calls.append((str(done.id), done.name))
+            else:
+                blocks.append(done["type"] if isinstance(done, dict) else done.type)
+        return StreamSummary(
+            chunks=self._count,
+            blocks=tuple(blocks),
+            tool_calls=tuple(calls),
+            usage=self._usage,
+            finish=self._finish,
+            interrupted=tuple(b.block_type() for b in self._open_blocks()),
+            kept=tuple(item.type for item in kept_blocks(self._replay)),
+        )
+
+    def _end(self) -> None:
+        """The end of input: ``LlmError(STREAM_TRUNCATED)`` before a finish (or the error that failed the stream)."""
+        if self._state == FAILED:
+            raise self._again()
+        if self._state != FINISHED:
+            self._fail(
+                ErrorCode.STREAM_TRUNCATED,
+                f"the input ended after {self._count} chunk(s) without a finish "
+                f"(state {self._state}{self._open_note()})",
+                self._count,
+            )
+
     def snapshot(self) -> Snapshot:
         """The stream so far: completed blocks, open blocks with partial tool arguments, usage, finish.
 
-        Computed on each call (joins the open blocks' parts); feeding never pays for it.
+        Computed on each call (joins the open blocks' parts); feeding never pays for it. Needs results
+        (``ValueError`` with ``results=False``).
         """
+        if not self._results:
+            raise ValueError("this assembler keeps no results (results=False): it has no snapshot")
         open_blocks = []
         for b in self._open_blocks():
             content = b.content()
@@ -1011,7 +1065,7 @@ class StreamAssembler:
         hot = self._hot
         if hot is not None and hot is not block:  # another block is hot: counted before this one's limits
             self._cool()
-        done: Block | dict[str, Any]
+        done: Any
         if block.kind == "tool-call":
             cid = wire["id"]
             name = wire["name"]
@@ -1037,6 +1091,9 @@ class StreamAssembler:
             stream = self._within_limits(block, _utf8_len(arguments), had_deltas, n)
             if parsed is None:
                 self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
+            if not self._results:
+                done = (cid, name)
+            elif parsed is None:
                 done = construct(ToolCallBlock, {"type": "tool-call", "id": cid, "name": name, "arguments": arguments})
             else:
                 done = _tool_call(cid, name, arguments, parsed)
@@ -1049,14 +1106,18 @@ class StreamAssembler:
             if had_deltas and not block.settle(text):
                 self._mismatch(block, "text", text, block.content(), n)
             stream = self._within_limits(block, _utf8_len(text), had_deltas, n)
-            done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
+            if self._results:
+                done = construct(_TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
+            else:  # the block's type only: its text goes with its open block, now
+                done = block.kind
         else:  # a block that takes no deltas: kept as it came (a copy: the caller may mutate its chunk)
             stream = self._within_limits(block, _json_size(wire), False, n)
-            kept = _shape.copy_json(wire)
-            if kind == "image":
-                done = construct(ImageBlock, {"type": "image", "attachment": kept["attachment"]})
+            if not self._results:
+                done = kind
+            elif kind == "image":
+                done = construct(ImageBlock, {"type": "image", "attachment": _shape.copy_json(wire)["attachment"]})
             else:
-                done = kept
+                done = _shape.copy_json(wire)
         del open_blocks[index]
         self._done[index] = done
         self._stream_bytes = stream

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, NoReturn
 
@@ -399,3 +400,27 @@ class Snapshot(WireModel):
     open: list[OpenBlock]
     usage: Usage | None = None
     finish: FinishReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSummary:
+    """What a valid stream came to, without its content: a verdict's worth, at no cost of result models.
+
+    Returned by :meth:`StreamAssembler.summary`; an assembler made with ``results=False`` (what ``validate``,
+    ``validate_jsonl`` and ``streamfsm check`` use) keeps no more than this of a stream once each block has
+    ended, so a check's memory is bounded by the largest open block, not by the stream.
+    """
+
+    #: Chunks accepted.
+    chunks: int
+    #: The type of each completed block, in index order (``text``, ``reasoning``, ``tool-call``, ``image``, or
+    #: under HARNESS a type the protocol does not know).
+    blocks: tuple[str, ...]
+    #: ``(id, name)`` of each completed tool call, in index order.
+    tool_calls: tuple[tuple[str, str], ...]
+    usage: Usage | None
+    finish: FinishReason
+    #: The types of the blocks still open at a cut-off finish (``max-tokens``, ``error``, ``aborted``).
+    interrupted: tuple[str, ...]
+    #: The types of the provider items the turn's replay state keeps (``StreamResult.kept``).
+    kept: tuple[str, ...]

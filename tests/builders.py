@@ -293,10 +293,27 @@ def run_machine(
     try:
         feed(asm)
         seen = _result(asm.close())
+        seen["summary"] = asm.summary()
     except LlmError as err:
         seen = {"verdict": verdict_of(err)}
     seen["notes"] = [(str(e.code), e.chunk_index, count, e.message) for e, count in asm.notes]
     seen["snapshot"] = asm.snapshot().model_dump()
+    seen["chunk_count"] = asm.chunk_count
+    return seen
+
+
+def run_checker(
+    chunks: list[Any], policy: Policy | str = STRICT, limits: sf.Limits | None = None, *, raw_arguments: bool = False
+) -> Seen:
+    """``feed_many`` into an assembler that keeps no results (``results=False``): its verdict, its summary (which
+    must be the one an assembler with results gives), its notes and chunk count."""
+    asm = sf.StreamAssembler(policy, limits, raw_arguments=raw_arguments, results=False)
+    try:
+        asm.feed_many(chunks)
+        seen: Seen = {"verdict": ("ok",), "summary": asm.summary()}
+    except LlmError as err:
+        seen = {"verdict": verdict_of(err)}
+    seen["notes"] = [(str(e.code), e.chunk_index, count, e.message) for e, count in asm.notes]
     seen["chunk_count"] = asm.chunk_count
     return seen
 
@@ -319,6 +336,16 @@ def _run_validate(chunks: list[Any], policy: Policy | str, limits: sf.Limits | N
     return {"verdict": ("ok",), "passed": passed}
 
 
+def _run_validate_jsonl(blob: bytes, policy: Policy | str, limits: sf.Limits | None) -> Seen:
+    passed = 0
+    try:
+        for _ in sf.validate_jsonl(blob, policy=policy, limits=limits):
+            passed += 1
+    except LlmError as err:
+        return {"verdict": verdict_of(err), "passed": passed}
+    return {"verdict": ("ok",), "passed": passed}
+
+
 def _run_aassemble(chunks: list[Any], policy: Policy | str, limits: sf.Limits | None) -> sf.StreamResult:
     with asyncio.Runner() as runner:
         return runner.run(sf.aassemble(aiter_chunks(chunks), policy=policy, limits=limits))
@@ -329,14 +356,16 @@ def every_entry_point(
 ) -> dict[str, Seen]:
     """What every entry point of SPEC §5 that can take the stream showed of it.
 
-    ``feed`` chunk by chunk, ``feed_many`` (at once and in threes), ``feed_lines`` (JSON lines), ``assemble``,
-    ``assemble_jsonl``, ``validate`` and ``aassemble``; the JSON-lines ones only when the chunks are plain JSON
+    ``feed`` chunk by chunk, ``feed_many`` (at once and in threes, and into an assembler that keeps no results),
+    ``feed_lines`` (JSON lines), ``assemble``, ``assemble_jsonl``, ``validate``, ``validate_jsonl`` and
+    ``aassemble``; the JSON-lines ones only when the chunks are plain JSON
     data (:func:`json_lines`), the functions only without ``raw_arguments`` (an assembler's option).
     """
     seen = {
         name: run_machine(_fed_by(feed, chunks), policy, limits, raw_arguments=raw_arguments)
         for name, feed in FEEDS.items()
     }
+    seen["results=False"] = run_checker(chunks, policy, limits, raw_arguments=raw_arguments)
     lines = json_lines(chunks)
     if lines is not None:
         seen["feed_lines"] = run_machine(lambda asm: asm.feed_lines(iter(lines)), policy, limits,
@@ -349,6 +378,7 @@ def every_entry_point(
     if lines is not None:
         blob = b"\n".join(lines) + b"\n"
         seen["assemble_jsonl"] = _run_api(lambda: sf.assemble_jsonl(blob, policy=policy, limits=limits))
+        seen["validate_jsonl"] = _run_validate_jsonl(blob, policy, limits)
     return seen
 
 

@@ -35,6 +35,7 @@ from .builders import (
     tool_delta,
     usage,
 )
+from .conftest import SEED_CHUNKS, SESSIONS
 
 ORJSON_MAX = 16_384  # streamfsm._models.ORJSON_MAX, written out
 
@@ -325,3 +326,40 @@ def test_models_are_complete_on_a_cold_cache() -> None:
     for model in models(result):
         assert model.model_fields_set == set(type(model).model_fields), type(model)
     assert _machine._FIELDS_SET, "the cache is filled again"
+
+
+# -- an assembler that keeps no results (results=False) ----------------------------------------------
+
+
+def test_an_assembler_without_results_says_what_the_stream_was_and_keeps_no_content() -> None:
+    """``summary()`` tells the blocks, calls, usage, finish, interrupted blocks and kept items, as the result does;
+    ``close()`` and ``snapshot()`` have nothing to give."""
+    for path in sorted(SESSIONS.glob("*.jsonl"))[:40]:
+        for recording in sf.read_session(path):
+            full = sf.StreamAssembler("harness")
+            bare = sf.StreamAssembler("harness", results=False)
+            try:
+                full.feed_many(recording.chunks)
+                result = full.close()
+            except sf.LlmError:
+                continue
+            bare.feed_many(recording.chunks)
+            summary = bare.summary()
+            assert summary == full.summary()
+            assert summary.blocks == tuple(b["type"] if isinstance(b, dict) else b.type for b in result.blocks)
+            assert summary.tool_calls == tuple((c.id, c.name) for c in result.tool_calls)
+            assert (summary.usage, summary.finish, summary.chunks) == (result.usage, result.finish, len(recording.chunks))
+            assert summary.kept == tuple(k.type for k in result.kept)
+            assert all(d is None or isinstance(d, (str, tuple)) for d in bare._done)  # no model, no text
+            with pytest.raises(ValueError, match="keeps no results"):
+                bare.close()
+            with pytest.raises(ValueError, match="keeps no results"):
+                bare.snapshot()
+
+
+def test_a_summary_ends_the_input_as_close_does() -> None:
+    bare = sf.StreamAssembler(results=False)
+    bare.feed_many(SEED_CHUNKS[:3])
+    with pytest.raises(sf.LlmError) as info:
+        bare.summary()
+    assert info.value.code == sf.ErrorCode.STREAM_TRUNCATED

@@ -22,15 +22,16 @@ import orjson
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._machine import StreamAssembler
-from ._models import StreamResult, ToolCallBlock
+from ._models import StreamResult
 from ._recordings import (
     FORMATS,
     LineTooLong,
+    RecordedChunks,
     RecordedStream,
     RecordingSource,
     UnknownFormat,
     bounded_lines,
-    open_recordings,
+    scan_recordings,
 )
 from ._shape import InvalidLine
 
@@ -221,82 +222,109 @@ def _chunk_text(chunk: object) -> str:
 
 
 def check_recording(
-    recording: RecordedStream, policy: Policy | str, *, numbered: bool = False
+    recording: RecordedStream | RecordedChunks, policy: Policy | str, *, numbered: bool = False, results: bool = False
 ) -> tuple[StreamReport, StreamResult | None]:
-    """Run one recorded stream through a :class:`StreamAssembler`: its report, and its result if it is valid."""
+    """Run one recorded stream through the machine: its report, and with ``results`` its result if it is valid.
+
+    A :class:`RecordedChunks` is checked as it is read: memory holds the chunk in hand and the machine's open
+    blocks (``results=False`` keeps no block past its end), never the stream.
+    """
     policy = Policy(policy)
-    chunks, lines = recording.chunks, recording.lines
-    common: dict[str, Any] = {
-        "path": recording.path,
-        "stream": recording.number,
-        "numbered": numbered,
-        "format": recording.format,
-        "policy": policy.value,
-        "chunks": len(chunks),
-        "first_line": next((n for n in lines if n is not None), None),
-        "last_line": next((n for n in reversed(lines) if n is not None), None),
-        "turn": recording.turn,
-        "step": recording.step,
-    }
-    asm = StreamAssembler(policy)
+    stream = recording if isinstance(recording, RecordedChunks) else _replayed(recording)
+    asm = StreamAssembler(policy, results=results)
+    at: tuple[Any, int | None, str | None] | None = None  # the offending chunk, its line and member
+    noted: list[tuple[int | None, str | None]] = []  # the line and member of the chunk each note was made at
+    result = None
+    feed = asm.feed
     try:
-        asm.feed_many(chunks)
-        if recording.failure is not None:
-            raise recording.failure
-        result = asm.close()
+        try:
+            for chunk in stream.chunks():
+                feed(chunk)
+                if asm.noted != len(noted):
+                    noted.append((stream.line, stream.member))
+        except LlmError:  # the machine refused the chunk in hand (the reader's errors are stream.failure)
+            at = (stream.last, stream.line, stream.member)
+            raise
+        if stream.failure is not None:
+            raise stream.failure
+        summary = asm.summary()
+        if results:
+            result = asm.close()
     except LlmError as err:
-        return _bad(recording, policy, err, common), None
-    blocks = tuple(b["type"] if isinstance(b, dict) else b.type for b in result.blocks)
-    calls = tuple((b.id, b.name) for b in result.blocks if isinstance(b, ToolCallBlock))
-    wire = result.to_wire()
+        if at is None and err is not stream.failure:  # STREAM_TRUNCATED: the last chunk received
+            at = (stream.last, stream.line, stream.member) if stream.count else None
+        stream.drain()  # the stream's chunks after the offending one are read, and counted
+        return _bad(stream, policy, err, at, numbered), None
     notes = tuple(
-        Note(str(err.code), at, _line(recording, at), recording.member(at or 0), err.message, count)
-        for err, count in asm.notes
-        for at in (err.chunk_index,)
+        Note(str(err.code), err.chunk_index, line, member, err.message, count)
+        for (err, count), (line, member) in zip(asm.notes, noted, strict=True)
     )
     report = StreamReport(
         ok=True,
-        blocks=blocks,
-        tool_calls=calls,
-        usage=wire["usage"],
-        finish=wire["finish"],
-        interrupted=tuple(b["type"] if isinstance(b, dict) else b.type for b in result.interrupted),
-        kept=tuple(item.type for item in result.kept),
+        blocks=summary.blocks,
+        tool_calls=summary.tool_calls,
+        usage=summary.usage.to_wire() if summary.usage is not None else None,
+        finish=summary.finish.to_wire(),
+        interrupted=summary.interrupted,
+        kept=summary.kept,
         notes=notes,
-        **common,
+        **_common(stream, policy, numbered),
     )
     return report, result
 
 
-def _line(recording: RecordedStream, at: int | None) -> int | None:
-    return recording.lines[at] if at is not None and 0 <= at < len(recording.lines) else None
+def _replayed(recording: RecordedStream) -> RecordedChunks:
+    """A stream already in memory, given chunk by chunk as the reader gives one."""
+    members = recording.members or [0] * len(recording.chunks)
+    stream = RecordedChunks(
+        recording.path, recording.number, recording.format, zip(recording.chunks, recording.lines, members, strict=True)
+    )
+    stream.turn, stream.step = recording.turn, recording.step
+    stream.failure, stream.failure_line = recording.failure, recording.failure_line
+    stream.failure_text = recording.failure_text
+    return stream
 
 
-def _bad(recording: RecordedStream, policy: Policy, err: LlmError, common: dict[str, Any]) -> StreamReport:
-    chunks, lines = recording.chunks, recording.lines
-    index = err.chunk_index
-    if err is recording.failure:  # the converter's (or the reader's) error, after every chunk it made
-        line, text, state, expected = recording.failure_line, recording.failure_text, None, None
-        member = None
+def _common(stream: RecordedChunks, policy: Policy, numbered: bool) -> dict[str, Any]:
+    return {
+        "path": stream.path,
+        "stream": stream.number,
+        "numbered": numbered,
+        "format": stream.format,
+        "policy": policy.value,
+        "chunks": stream.count,
+        "first_line": stream.first_line,
+        "last_line": stream.line,
+        "turn": stream.turn,
+        "step": stream.step,
+    }
+
+
+def _bad(
+    stream: RecordedChunks,
+    policy: Policy,
+    err: LlmError,
+    at: tuple[Any, int | None, str | None] | None,
+    numbered: bool,
+) -> StreamReport:
+    if err is stream.failure:  # the converter's (or the reader's) error, after every chunk it made
+        line, text, state, expected, member = stream.failure_line, stream.failure_text, None, None, None
     else:
-        assert index is not None, err
+        assert err.chunk_index is not None, err
         # The machine's view travels on its error: the state the chunk met, and what that state accepts.
         state, expected = err.state, err.expected
-        at = index if index < len(chunks) else len(chunks) - 1  # STREAM_TRUNCATED: the last chunk received
-        line = lines[at] if at >= 0 else None
-        text = _chunk_text(chunks[at]) if at >= 0 else None
-        member = recording.member(at)
+        line, text, member = (at[1], _chunk_text(at[0]), at[2]) if at is not None else (None, None, None)
     return StreamReport(
         ok=False,
         code=str(err.code),
         message=err.message,
-        chunk_index=index,
+        chunk_index=err.chunk_index,
         line=line,
         member=member,
         state=state,
         expected=expected,
         chunk=text,
-        **common,
+        **_common(stream, policy, numbered),
     )
 
 
@@ -319,9 +347,9 @@ def check_source(
         with contextlib.ExitStack() as stack:
             watched = _FirstLine.of(source, stack)
             read = cast("RecordingSource", watched) if watched is not None else source
-            resolved, streams = open_recordings(read, fmt, name=path)
+            resolved, streams = scan_recordings(read, fmt, name=path)
             numbered = resolved == "harness-session"
-            checked = [check_recording(r, policy, numbered=numbered) for r in streams]
+            checked = [check_recording(r, policy, numbered=numbered, results=results) for r in streams]
             if numbered and not checked and watched is not None and not watched.header:
                 # Lines that look like a session log's events, but neither its header nor a model turn: no
                 # stream is recognisable, and that is no pass (an empty JSON-lines file is STREAM_TRUNCATED too).

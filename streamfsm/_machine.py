@@ -649,6 +649,12 @@ class StreamAssembler:
         """
         return [(note.error, note.count) for note in self._notes.values()] if self._notes else []
 
+    @property
+    def noted(self) -> int:
+        """How many entries :attr:`notes` has (cheap: read after each chunk to find the chunk a note was made at)."""
+        notes = self._notes
+        return len(notes) if notes is not None else 0
+
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
         if not self._take(chunk):

@@ -49,6 +49,7 @@ __all__ = [
     "PROVIDER_FORMATS",
     "ROW_TYPES",
     "LineTooLong",
+    "RecordedChunks",
     "RecordedStream",
     "RecordingSource",
     "UnknownFormat",
@@ -58,6 +59,7 @@ __all__ = [
     "open_recordings",
     "read_recordings",
     "read_session",
+    "scan_recordings",
 ]
 
 #: What a recording is read from: a path, bytes, or a binary or text file object.
@@ -160,11 +162,7 @@ class RecordedStream:
     def member(self, i: int) -> str | None:
         """For chunk ``i`` of a session log that a packed row stood for: ``member 12 of the text-chunks row``."""
         k = self.members[i] if self.members is not None and 0 <= i < len(self.members) else 0
-        if not k:
-            return None
-        chunk = self.chunks[i]
-        row = _ROW_OF.get(chunk.get("type", "") if isinstance(chunk, dict) else "", "packed")
-        return f"member {k} of the {row} row"
+        return _member(self.chunks[i], k)
 
     def where(self, i: int) -> str:
         """Where chunk ``i`` came from: ``path:line``, with its member of a packed row when it was one."""
@@ -172,6 +170,106 @@ class RecordedStream:
         text = self.path if line is None else f"{self.path}:{line}"
         member = self.member(i)
         return text if member is None else f"{text} ({member})"
+
+
+def _member(chunk: object, k: int) -> str | None:
+    """``member 12 of the text-chunks row`` for the k-th member of a packed row (``None`` for ``k == 0``)."""
+    if not k:
+        return None
+    row = _ROW_OF.get(chunk.get("type", "") if isinstance(chunk, dict) else "", "packed")
+    return f"member {k} of the {row} row"
+
+
+#: What a format's reader gives for each chunk of a stream: the chunk, its line, its member of a packed row (0
+#: for none).
+_Entry: TypeAlias = "tuple[Any, int | None, int]"
+
+
+class RecordedChunks:
+    """One stream of a recording read as it comes (what ``streamfsm check`` runs through the machine).
+
+    :meth:`chunks` gives the stream's chunks once, in order, reading the source as it goes: memory holds the
+    chunk in hand, not the stream. ``last``, ``line`` and ``member`` are those of the chunk given last;
+    ``count`` and ``first_line`` tell what has been given so far. Once the chunks are over, ``failure`` (with
+    ``failure_line`` and ``failure_text``) is an error the reading or the provider conversion raised after
+    them. :meth:`recorded` reads the rest into a :class:`RecordedStream`.
+    """
+
+    __slots__ = (
+        "_entries",
+        "count",
+        "failure",
+        "failure_line",
+        "failure_text",
+        "first_line",
+        "format",
+        "k",
+        "last",
+        "line",
+        "number",
+        "path",
+        "step",
+        "turn",
+    )
+
+    def __init__(self, path: str, number: int, fmt: str, entries: Iterator[_Entry]) -> None:
+        self.path = path
+        #: 0-based position of this stream in its recording.
+        self.number = number
+        self.format = fmt
+        self.turn: Any = None
+        self.step: Any = None
+        self._entries = entries
+        self.count = 0
+        self.first_line: int | None = None
+        self.last: Any = None
+        self.line: int | None = None
+        self.k = 0
+        self.failure: LlmError | None = None
+        self.failure_line: int | None = None
+        self.failure_text: str | None = None
+
+    def chunks(self) -> Iterator[Any]:
+        """The stream's chunks, each once, as they are read (``last``, ``line`` and ``member`` follow them)."""
+        for chunk, line, k in self._entries:
+            self.count += 1
+            self.last, self.line, self.k = chunk, line, k
+            if self.first_line is None:
+                self.first_line = line
+            yield chunk
+
+    @property
+    def member(self) -> str | None:
+        """For the chunk given last, if a packed row stood for it: ``member 12 of the text-chunks row``."""
+        return _member(self.last, self.k)
+
+    def drain(self) -> None:
+        """Read the rest of the stream's chunks, unchecked (a checker that met an error counts them)."""
+        for _ in self.chunks():
+            pass
+
+    def recorded(self) -> RecordedStream:
+        """The rest of the stream read into a :class:`RecordedStream` (all of it, if none was given yet)."""
+        chunks: list[Any] = []
+        lines: list[int | None] = []
+        members: list[int] = []
+        for chunk in self.chunks():
+            chunks.append(chunk)
+            lines.append(self.line)
+            members.append(self.k)
+        return RecordedStream(
+            self.path,
+            self.number,
+            chunks,
+            lines,
+            self.turn,
+            self.step,
+            self.format,
+            members if self.format == "harness-session" else None,
+            self.failure,
+            self.failure_line,
+            self.failure_text,
+        )
 
 
 # -- sources and lines ------------------------------------------------------------------------------
@@ -469,6 +567,18 @@ def open_recordings(
     :class:`UnknownFormat` when ``auto`` cannot tell, ``ValueError`` for an unknown ``format``, and
     ``OSError`` when a path cannot be opened (at once, not at the first stream).
     """
+    fmt, streams = scan_recordings(source, format, name=name)
+    return fmt, (stream.recorded() for stream in streams)
+
+
+def scan_recordings(
+    source: RecordingSource, format: str = "auto", *, name: str | None = None
+) -> tuple[str, Iterator[RecordedChunks]]:
+    """:func:`open_recordings` one chunk at a time: the format, and each stream as :class:`RecordedChunks`.
+
+    A stream's chunks are read as they are taken; asking for the next stream reads (and drops) what is left
+    of the one before. Memory holds a line (a packed row's members) and what the caller keeps.
+    """
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
     path = name if name is not None else _name_of(source)
@@ -476,10 +586,12 @@ def open_recordings(
     lines.peek(1)  # opens a path now: a file that cannot be read fails here
     fmt = _detect(lines) if format == "auto" else format
     if fmt == "jsonl":
-        return fmt, iter([_read_jsonl(lines, path)])
+        return fmt, iter([RecordedChunks(path, 0, fmt, _jsonl_entries(lines))])
     if fmt == "harness-session":
-        return fmt, _read_session(lines, path)
-    return fmt, iter([_read_provider(lines, path, fmt)])
+        return fmt, _session_streams(lines, path)
+    stream = RecordedChunks(path, 0, fmt, iter(()))
+    stream._entries = _provider_entries(lines, fmt, stream)
+    return fmt, iter([stream])
 
 
 def read_recordings(
@@ -502,64 +614,66 @@ def read_session(source: RecordingSource, *, name: str | None = None) -> Iterato
     return open_recordings(source, "harness-session", name=name)[1]
 
 
-def _read_jsonl(lines: Iterable[bytes], path: str) -> RecordedStream:
-    chunks: list[Any] = []
-    numbers: list[int | None] = []
+def _jsonl_entries(lines: Iterable[bytes]) -> Iterator[_Entry]:
     for lineno, raw in _numbered(lines):
         try:
-            chunks.append(orjson.loads(raw))
+            chunk = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            chunks.append(_invalid(raw, str(exc)))
-        numbers.append(lineno)
-    return RecordedStream(path, 0, chunks, numbers, format="jsonl")
+            chunk = _invalid(raw, str(exc))
+        yield chunk, lineno, 0
 
 
-def _read_session(lines: Iterable[bytes], path: str) -> Iterator[RecordedStream]:
-    chunks: list[Any] = []
-    numbers: list[int | None] = []
-    members: list[int] = []
-    turn: Any = None
-    step: Any = None
-    number = 0
-
-    def stream() -> RecordedStream:
-        return RecordedStream(path, number, chunks, numbers, turn, step, "harness-session", members)
-
+def _session_entries(lines: Iterable[bytes]) -> Iterator[tuple[Any, int, int, Any]]:
+    """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's)."""
     for lineno, raw in _numbered(lines):
         try:
             record = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            chunks.append(_invalid(raw, str(exc)))
-            numbers.append(lineno)
-            members.append(0)
+            yield _invalid(raw, str(exc)), lineno, 0, None
             continue
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
         data = record.get("data")
         if kind == "assistant/chunk":
-            new: list[Any] = [data.get("chunk") if isinstance(data, dict) else None]
+            yield (data.get("chunk") if isinstance(data, dict) else None), lineno, 0, data
         elif isinstance(kind, str) and kind in ROW_TYPES:
             try:
-                data, new = expand_row(record)
+                data, members = expand_row(record)
             except MalformedRow as exc:
-                new = [_invalid(raw, str(exc), f"malformed {kind} storage row")]
-                data = None
-        else:
-            continue
-        if not chunks and isinstance(data, dict):
-            turn, step = data.get("turn"), data.get("step")
-        packed = kind in ROW_TYPES and not isinstance(new[0], InvalidLine)
-        for k, chunk in enumerate(new, start=1):
-            chunks.append(chunk)
-            numbers.append(lineno)
-            members.append(k if packed else 0)
-            if isinstance(chunk, dict) and chunk.get("type") == "finish":
-                yield stream()
-                number += 1
-                chunks, numbers, members = [], [], []
-    if chunks:
-        yield stream()
+                yield _invalid(raw, str(exc), f"malformed {kind} storage row"), lineno, 0, None
+                continue
+            for k, chunk in enumerate(members, start=1):
+                yield chunk, lineno, k, data
+
+
+def _is_finish(chunk: object) -> bool:
+    return isinstance(chunk, dict) and chunk.get("type") == "finish"
+
+
+def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChunks]:
+    """The streams of a session log, one per ``finish``, each read as it is taken (see :func:`read_session`)."""
+    entries = _session_entries(lines)
+    ahead = next(entries, None)  # the first chunk of the next stream: there is one when this is not None
+    number = 0
+
+    def stream_entries() -> Iterator[_Entry]:
+        nonlocal ahead
+        while ahead is not None:
+            chunk, line, k, _ = ahead
+            ahead = next(entries, None)
+            yield chunk, line, k
+            if _is_finish(chunk):
+                return
+
+    while ahead is not None:
+        stream = RecordedChunks(path, number, "harness-session", stream_entries())
+        data = ahead[3]
+        if isinstance(data, dict):  # the turn and step of the stream's first chunk
+            stream.turn, stream.step = data.get("turn"), data.get("step")
+        yield stream
+        stream.drain()  # what the caller left of it
+        number += 1
 
 
 # -- provider recordings ----------------------------------------------------------------------------
@@ -634,8 +748,8 @@ _READERS: Final = {
 _MARKERS: Final = {"openai-sse": "[DONE]", "anthropic-sse": "message_stop"}
 
 
-def _read_provider(lines: _Lines, path: str, fmt: str) -> RecordedStream:
-    """A provider body converted to block-protocol chunks; the converter's error is the stream's ``failure``.
+def _provider_entries(lines: _Lines, fmt: str, stream: RecordedChunks) -> Iterator[_Entry]:
+    """A provider body converted to block-protocol chunks; the converter's error becomes ``stream.failure``.
 
     A recorded SSE body is read as the adapters read a live one: chat completions need ``[DONE]`` and the
     Messages API ``message_stop``; the other wire APIs have no end marker of their own (their converter says
@@ -650,19 +764,16 @@ def _read_provider(lines: _Lines, path: str, fmt: str) -> RecordedStream:
     sse = not lines.first_content().startswith(b"{")
     records = _sse_records(lines) if sse else _json_records(lines)
     where = _Where()
-    recording = RecordedStream(path, 0, [], [], format=fmt)
     stop_at_finish = sse and fmt not in _MARKERS
     chunks = convert(_provider_events(records, where, fmt, sse=sse))
     try:
         for chunk in chunks:
-            recording.chunks.append(chunk)
-            recording.lines.append(where.line)
+            yield chunk, where.line, 0
             if stop_at_finish and chunk.get("type") == "finish":
                 break
     except LlmError as err:
-        recording.failure, recording.failure_line, recording.failure_text = err, where.line, where.text
+        stream.failure, stream.failure_line, stream.failure_text = err, where.line, where.text
     finally:
         close = getattr(chunks, "close", None)
         if close is not None:
             close()  # what is left of the body is not read (a file is closed now)
-    return recording

@@ -495,11 +495,11 @@ def test_what_is_a_url() -> None:
         "az://c/p",
         "https://h/x.jsonl",
         "memory://x",
-        "file:///tmp/x",
+        "file:///data/x.jsonl",
         "simplecache::s3://b/k",
     ):
         assert _sources.is_url(url), url
-    for path in ("a.jsonl", "/tmp/x.jsonl", "C://x", "./s3://x", "-", "sessions/2026-11-*/**/*.jsonl"):
+    for path in ("a.jsonl", "/data/x.jsonl", "C://x", "./s3://x", "-", "sessions/2026-11-*/**/*.jsonl"):
         assert not _sources.is_url(path), path
 
 

@@ -34,6 +34,7 @@ from ._recordings import (
     scan_recordings,
 )
 from ._shape import InvalidLine
+from ._sources import open_binary
 
 __all__ = [
     "FORMATS",
@@ -386,7 +387,7 @@ class _FirstLine:
     def of(cls, source: RecordingSource, stack: contextlib.ExitStack) -> _FirstLine | None:
         """``source`` watched (a path is opened here, and closed by ``stack``); ``None`` for a text file object."""
         if isinstance(source, (str, os.PathLike)):
-            return cls(bounded_lines(stack.enter_context(open(source, "rb"))))
+            return cls(bounded_lines(stack.enter_context(open_binary(source))))
         if isinstance(source, (bytes, bytearray, memoryview)):
             return cls(bounded_lines(io.BytesIO(bytes(source))))
         if isinstance(source, io.TextIOBase) or isinstance(getattr(source, "encoding", None), str):

@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import shutil
-import stat
 import sys
 import time
 from collections import Counter
@@ -36,7 +35,6 @@ import orjson
 
 from ._check import (
     FORMATS,
-    STREAM_SUFFIXES,
     UNSAFE,
     FileReport,
     StreamReport,
@@ -47,6 +45,7 @@ from ._check import (
 )
 from ._config import Policy
 from ._machine import diagram
+from ._sources import STDIN, _Input, _inputs
 
 if TYPE_CHECKING:  # imported when used: a Ctrl-C while they load is then inside main()
     import argparse
@@ -83,7 +82,6 @@ EXIT_BROKEN_PIPE: Final = 141
 PARALLEL_MIN_BYTES: Final = 8 * 1024 * 1024
 #: Line width when the output is not a terminal.
 DEFAULT_WIDTH: Final = 120
-STDIN: Final = "-"
 
 
 # -- styles -----------------------------------------------------------------------------------------
@@ -332,66 +330,6 @@ def _rich_summary(summary: Summary, color: bool) -> bool:
 # -- inputs -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Input:
-    path: str
-    error: str | None = None
-    #: Why a file met in a walked folder is not read (a device, a FIFO, a socket), said on standard error.
-    skipped: str | None = None
-
-
-def _inputs(paths: Sequence[str]) -> list[_Input]:
-    """The files to read: each path as given, a folder walked for recordings (:data:`STREAM_SUFFIXES`)."""
-    found: list[_Input] = []
-    for path in paths:
-        if path != STDIN and os.path.isdir(path):
-            walked = sorted(_walk(path), key=lambda i: i.path)
-            none = _Input(path, f"no recordings ({', '.join('*' + s for s in STREAM_SUFFIXES)}) here")
-            found.extend(walked if any(i.skipped is None for i in walked) else [*walked, none])
-        else:
-            found.append(_Input(path))
-    return found
-
-
-_SPECIAL: Final = (
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _special(path: str) -> str | None:
-    """What ``path`` (a link followed) is when it is not a regular file; ``None`` for a file, or if unknown."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None  # reading it says why (a broken link: no such file)
-    if stat.S_ISREG(mode):
-        return None
-    kind = next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
-    return f"a link to {kind}" if os.path.islink(path) else kind
-
-
-def _walk(folder: str) -> Iterator[_Input]:
-    """The recordings below ``folder``, the special files skipped, and the folders that could not be read.
-
-    Nothing is skipped in silence. A device, a FIFO or a socket (or a link to one) is not read: ``/dev/zero``
-    never ends, and a FIFO with no writer would wait for ever. Named on the command line, it is read.
-    """
-    unreadable: list[OSError] = []
-    # Links to folders are not followed (os.walk's default): a link back up would never end.
-    for root, dirs, files in os.walk(folder, onerror=unreadable.append):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in files:
-            if not name.startswith(".") and name.endswith(STREAM_SUFFIXES):
-                path = os.path.join(root, name)
-                kind = _special(path)
-                yield _Input(path, skipped=f"skipped: {kind}, not a regular file" if kind else None)
-    for exc in unreadable:
-        yield _Input(str(exc.filename), f"cannot read: {exc.strerror or exc}")
-
-
 def _stdin() -> IO[bytes]:
     """Standard input as bytes, read as it comes (looked up at each call: tests swap ``sys.stdin``)."""
     return sys.stdin.buffer
@@ -635,10 +573,14 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="validate recorded streams",
         description="Validate recorded streams: JSON lines of chunks, DeepSeek Harness session logs, or "
-        "provider SSE bodies. A folder is walked for *.jsonl, *.ndjson and *.sse files; '-' reads "
-        "standard input.",
+        "provider SSE bodies. A folder is walked for *.jsonl, *.ndjson and *.sse files, each also as .gz or "
+        ".zst (decompressed as read); a pattern (*, ?, [...], ** for any depth of folders) is matched; a URL "
+        "(s3://, gs://, az://, https://, any fsspec storage; the cloud extra) is read, its folders walked and "
+        "its patterns matched the same way; '-' reads standard input.",
     )
-    check.add_argument("paths", nargs="+", metavar="PATH", help="a recording, a folder of them, or '-'")
+    check.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a recording, a folder of them, a pattern, a URL, or '-'"
+    )
     _policy_option(check, Policy.STRICT.value)
     _format_option(check)
     check.add_argument("--json", action="store_true", help="print one JSON object per stream (JSON lines)")
@@ -663,7 +605,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print each stream of a recording, assembled, as JSON (StreamResult.to_wire()); "
         "invalid streams are reported on standard error.",
     )
-    assemble.add_argument("path", metavar="PATH", help="a recording, or '-' for standard input")
+    assemble.add_argument(
+        "path", metavar="PATH", help="a recording (a file, .gz or .zst too, or a URL), or '-' for standard input"
+    )
     _policy_option(assemble, Policy.STRICT.value)
     _format_option(assemble)
     assemble.add_argument("--stream", type=int, metavar="N", help="only the N-th stream (0-based) of a session log")

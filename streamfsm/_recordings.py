@@ -42,6 +42,7 @@ import orjson
 from ._chunk_rows import ROW_TYPES, MalformedRow, expand_row
 from ._errors import ErrorCode, LlmError
 from ._shape import InvalidLine
+from ._sources import open_binary
 
 __all__ = [
     "FORMATS",
@@ -287,7 +288,7 @@ def _name_of(source: object) -> str:
 def _raw_lines(source: RecordingSource) -> Iterator[bytes]:
     """The LF-ended lines of ``source`` as bytes, the BOM at its start removed (the one rule, above)."""
     if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as handle:
+        with open_binary(source) as handle:
             yield from _without_bom(bounded_lines(handle))
         return
     if isinstance(source, (bytes, bytearray, memoryview)):

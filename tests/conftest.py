@@ -47,3 +47,31 @@ SEED_CHUNKS: list[dict[str, Any]] = [
 def seed_chunks() -> list[dict[str, Any]]:
     """A fresh deep copy of the seed example stream, safe to mutate."""
     return copy.deepcopy(SEED_CHUNKS)
+
+
+# -- the cloud tests: a real S3-compatible server (moto's) on 127.0.0.1 ---------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--no-cloud",
+        action="store_true",
+        help="skip the tests marked cloud (the cloud extra, and moto's S3 server on 127.0.0.1); without this "
+        "option they run, and fail if moto or the extra is missing",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "cloud: needs the cloud extra (fsspec, s3fs, zstandard) and, for S3, moto's server, which it starts on "
+        "127.0.0.1; skipped only with --no-cloud",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--no-cloud"):
+        skip = pytest.mark.skip(reason="--no-cloud was given")
+        for item in items:
+            if item.get_closest_marker("cloud") is not None:
+                item.add_marker(skip)

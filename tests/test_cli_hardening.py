@@ -151,7 +151,7 @@ def test_a_folder_of_special_files_only_holds_no_recordings(tmp_path: Path) -> N
     assert done.returncode == _cli.EXIT_USAGE
     assert done.stderr.decode().splitlines() == [
         f"streamfsm: {tmp_path}/b.jsonl: skipped: a FIFO, not a regular file",
-        f"streamfsm: {tmp_path}: no recordings (*.jsonl, *.ndjson, *.sse) here",
+        f"streamfsm: {tmp_path}: no recordings (*.jsonl, *.ndjson, *.sse, also .gz or .zst) here",
     ]
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "FileReport",
     "Note",
     "StreamReport",
+    "check_file",
     "check_recording",
     "check_source",
     "printable",
@@ -192,6 +193,16 @@ class FileReport:
     error: str | None = None
     #: The assembled result of each stream (``None`` for a bad one); only when asked for.
     results: list[StreamResult | None] | None = field(default=None, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as one JSON object: ``path``, ``format``, ``error`` and ``streams`` (each stream's
+        :meth:`StreamReport.to_json`); the results are not part of it."""
+        return {
+            "path": self.path,
+            "format": self.format,
+            "error": self.error,
+            "streams": [stream.to_json() for stream in self.streams],
+        }
 
 
 def printable(text: str, *, lines: bool = False) -> str:
@@ -398,5 +409,13 @@ class _FirstLine:
 def check_file(
     path: str, fmt: str = "auto", policy: Policy | str = Policy.STRICT, *, results: bool = False
 ) -> FileReport:
-    """:func:`check_source` for a file by name (what worker processes are given: a name pickles)."""
+    """Check every stream recorded in the file ``path``: a :class:`FileReport` (its :class:`StreamReport` for each
+    stream, or why the file could not be read in ``error``; it never raises for a file it cannot read).
+
+    This is what ``streamfsm check`` runs on each file, in its worker processes and on a Dask cluster: the
+    function and its arguments are picklable (by reference, as ``streamfsm.check_file``), and so is the report it
+    returns, so it can be mapped over a corpus by any executor (Dask, Ray, Spark, ``concurrent.futures``).
+    ``fmt`` is one of ``FORMATS`` (``auto`` tells them apart by the first lines); ``policy`` a :class:`Policy` or
+    its value. With ``results``, the report keeps each valid stream's :class:`StreamResult` as well.
+    """
     return check_source(path, fmt, policy, name=path, results=results)

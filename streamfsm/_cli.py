@@ -6,8 +6,9 @@ one stream is invalid; 2 for a usage error or an input that could not be read (a
 a folder with no recordings, a format that cannot be told), whatever the other streams gave; 130 when
 interrupted; 141 when standard output was closed early.
 
-The checking itself lives in ``_check.py`` and returns plain reports; this module only walks the paths,
-spreads the files over processes, and formats the reports for a terminal or as JSON lines. Colours only on
+The checking itself lives in ``_check.py`` and returns plain reports, run over many files by ``_corpus.py`` (here,
+in worker processes, or on a Dask cluster); this module walks the paths and formats the reports for a terminal or
+as JSON lines. Colours only on
 a terminal (``--color``), never when ``NO_COLOR`` is set; the progress bar and the boxed summary table need
 the ``cli`` extra (``rich``), and the command works without it.
 """
@@ -28,7 +29,7 @@ import stat
 import sys
 import time
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final
 
@@ -46,11 +47,11 @@ from ._check import (
     short,
 )
 from ._config import Policy
+from ._corpus import STDIN, SchedulerError, reports, stdin_bytes
 from ._machine import diagram
 
 if TYPE_CHECKING:  # imported when used: a Ctrl-C while they load is then inside main()
     import argparse
-    from concurrent.futures import Future
 
 _startup.imported()  # a Ctrl-C noted while the imports ran is answered now
 
@@ -79,11 +80,8 @@ EXIT_INTERRUPTED: Final = 130
 #: Standard output was closed before the end (``| head``), as a shell reports a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE: Final = 141
 
-#: Below this many bytes in all, files are checked in the main process (``--jobs`` not given).
-PARALLEL_MIN_BYTES: Final = 8 * 1024 * 1024
 #: Line width when the output is not a terminal.
 DEFAULT_WIDTH: Final = 120
-STDIN: Final = "-"
 
 
 # -- styles -----------------------------------------------------------------------------------------
@@ -392,59 +390,6 @@ def _walk(folder: str) -> Iterator[_Input]:
         yield _Input(str(exc.filename), f"cannot read: {exc.strerror or exc}")
 
 
-def _stdin() -> IO[bytes]:
-    """Standard input as bytes, read as it comes (looked up at each call: tests swap ``sys.stdin``)."""
-    return sys.stdin.buffer
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
-def _workers(files: list[str], jobs: int) -> int:
-    """How many processes check ``files``: ``jobs`` if given, else one per core when there is enough to do.
-
-    Starting workers and sending reports back costs about as much as checking a few megabytes in the
-    main process, so below :data:`PARALLEL_MIN_BYTES` in all the files are checked right here.
-    """
-    if jobs == 0:
-        if sum(_size(f) for f in files) < PARALLEL_MIN_BYTES:
-            return 1
-        jobs = os.cpu_count() or 1
-    return max(1, min(jobs, len(files)))
-
-
-def _reports(inputs: list[_Input], fmt: str, policy: Policy, jobs: int) -> Generator[FileReport, None, None]:
-    """Each input's report, in input order; files are checked in worker processes when there are several."""
-    files = [i.path for i in inputs if i.error is None and i.path != STDIN]
-    workers = _workers(files, jobs)
-    futures: dict[str, Future[FileReport]] = {}
-    pool = None
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        pool = ProcessPoolExecutor(max_workers=workers)
-    try:
-        if pool is not None:
-            for path in dict.fromkeys(files):
-                futures[path] = pool.submit(check_file, path, fmt, policy)
-        for item in inputs:
-            if item.error is not None:
-                yield FileReport(item.path, None, [], item.error)
-            elif item.path == STDIN:
-                yield check_source(_stdin(), fmt, policy, name=STDIN)
-            elif pool is not None:
-                yield futures[item.path].result()
-            else:
-                yield check_file(item.path, fmt, policy)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
 @contextlib.contextmanager
 def _progress(total: int, enabled: bool, color: bool) -> Iterator[Any]:
     """A rich progress bar on standard error, or ``None``; output printed meanwhile goes above it."""
@@ -503,18 +448,23 @@ def _check(args: argparse.Namespace) -> int:
     color = wants_color(args.color, sys.stdout)
     style, width = Style(color), _width(sys.stdout)
     summary = Summary(policy.value)
-    jobs = args.jobs
     started = time.perf_counter()
     show_bar = args.progress and len(inputs) > 1 and _isatty(sys.stderr)
-    with (
-        _progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
-        contextlib.closing(_reports(inputs, args.format, policy, jobs)) as run,
-    ):
-        for report in run:
-            summary.add(report)
-            _print_file(report, args, style, width)
-            if bar is not None:
-                bar.update(bar.task_ids[0], advance=1, description=_tail(printable(report.path), 50))
+    try:
+        with (
+            _progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
+            contextlib.closing(
+                reports(inputs, args.format, policy, jobs=args.jobs, scheduler=args.scheduler)
+            ) as run,
+        ):
+            for report in run:
+                summary.add(report)
+                _print_file(report, args, style, width)
+                if bar is not None:
+                    bar.update(bar.task_ids[0], advance=1, description=_tail(printable(report.path), 50))
+    except SchedulerError as exc:
+        _complain(f"error: {exc}")
+        return EXIT_USAGE
     summary.seconds = time.perf_counter() - started
     if not args.json:
         _say("")
@@ -547,7 +497,7 @@ def _assemble(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     policy = Policy(args.policy)
     if path == STDIN:
-        report = check_source(_stdin(), args.format, policy, name=STDIN, results=True)
+        report = check_source(stdin_bytes(), args.format, policy, name=STDIN, results=True)
     else:
         report = check_file(path, args.format, policy, results=True)
     if report.error is not None:
@@ -649,7 +599,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="worker processes (default: one per core when the files add up to 8 MiB or more; 1: none)",
+        help="worker processes, or Dask workers with --scheduler local (default: one per free core when the files "
+        "are estimated to take half a second or more to check in one process; 1: none)",
+    )
+    check.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="check the files on a Dask cluster: its scheduler's address (tcp://HOST:8786), or 'local' for a "
+        "LocalCluster started here (needs the dask extra)",
     )
     check.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"
@@ -719,6 +676,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if getattr(args, "jobs", 1) < 0:
         parser.error("--jobs must be 0 (one per core) or more")
+    if getattr(args, "scheduler", None) not in (None, "local") and args.jobs:
+        parser.error("--jobs sets local workers: a cluster at --scheduler ADDRESS has its own")
     try:
         status: int = args.run(args)
         sys.stdout.flush()  # a reader gone (| head) shows here, not as a complaint when the interpreter exits

@@ -47,3 +47,31 @@ SEED_CHUNKS: list[dict[str, Any]] = [
 def seed_chunks() -> list[dict[str, Any]]:
     """A fresh deep copy of the seed example stream, safe to mutate."""
     return copy.deepcopy(SEED_CHUNKS)
+
+
+# -- tests that start a service of their own: run unless the option that skips them is given --------------------
+
+#: Marker -> what its tests start. Each marker gets an option ``--no-MARKER`` that skips its tests, and only that:
+#: without it they run, and fail if what they need is not installed (never a silent skip).
+SERVICE_MARKERS: dict[str, str] = {
+    "cluster": "a Dask LocalCluster with process workers (needs the dask extra)",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    for marker, what in SERVICE_MARKERS.items():
+        parser.addoption(f"--no-{marker}", action="store_true", help=f"skip the tests marked {marker}: {what}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, what in SERVICE_MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: starts {what}; skipped only with --no-{marker}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for marker in SERVICE_MARKERS:
+        if config.getoption(f"--no-{marker}"):
+            skip = pytest.mark.skip(reason=f"--no-{marker} given")
+            for item in items:
+                if marker in item.keywords:
+                    item.add_marker(skip)

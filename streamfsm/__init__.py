@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ be
         validate,
         validate_jsonl,
     )
+    from ._check import FileReport, StreamReport, check_file
     from ._config import Limits, Policy
     from ._errors import RETRYABLE_CODES, ErrorCode, LlmError
     from ._flat import (
@@ -155,6 +156,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "_agent": ("AgentLoop", "AgentRun"),
     "_api": ("aassemble", "assemble", "assemble_jsonl", "avalidate", "validate", "validate_jsonl"),
+    "_check": ("FileReport", "StreamReport", "check_file"),
     "_config": ("Limits", "Policy"),
     "_errors": ("RETRYABLE_CODES", "ErrorCode", "LlmError"),
     "_flat": (
@@ -298,6 +300,7 @@ __all__ = [
     "DoneReason",
     "ErrorChunk",
     "ErrorCode",
+    "FileReport",
     "Finish",
     "FinishKind",
     "FinishReason",
@@ -334,6 +337,7 @@ __all__ = [
     "StreamAssembler",
     "StreamChunk",
     "StreamMetrics",
+    "StreamReport",
     "StreamResult",
     "StreamSummary",
     "TextBlock",
@@ -367,6 +371,7 @@ __all__ = [
     "attribution_headers",
     "avalidate",
     "avalidate_flat",
+    "check_file",
     "describe_kept",
     "detect_format",
     "diagram",

@@ -34,23 +34,23 @@ from ._recordings import (
     scan_recordings,
 )
 from ._shape import InvalidLine
-from ._sources import open_binary
+from ._sources import STREAM_SUFFIXES, open_binary
 
 __all__ = [
     "FORMATS",
     "STREAM_SUFFIXES",
     "UNSAFE",
+    "FileCheck",
     "FileReport",
     "Note",
     "StreamReport",
+    "check_file",
     "check_recording",
     "check_source",
     "printable",
     "short",
 ]
 
-#: Files a walked folder contributes (a file named on the command line is read whatever its name).
-STREAM_SUFFIXES: Final = (".jsonl", ".ndjson", ".sse")
 #: How much of a chunk a JSON report carries.
 CHUNK_TEXT_MAX: Final = 200
 #: JSON whitespace: a line of it only carries nothing.
@@ -195,6 +195,16 @@ class FileReport:
     #: The assembled result of each stream (``None`` for a bad one); only when asked for.
     results: list[StreamResult | None] | None = field(default=None, repr=False)
 
+    def to_json(self) -> dict[str, Any]:
+        """The report as one JSON object: ``path``, ``format``, ``error`` and ``streams`` (each stream's
+        :meth:`StreamReport.to_json`); the results are not part of it."""
+        return {
+            "path": self.path,
+            "format": self.format,
+            "error": self.error,
+            "streams": [stream.to_json() for stream in self.streams],
+        }
+
 
 def printable(text: str, *, lines: bool = False) -> str:
     """``text`` safe to show on a terminal: on one line, every character of :data:`UNSAFE` escaped (``\\n``,
@@ -337,36 +347,76 @@ def check_source(
     name: str | None = None,
     results: bool = False,
 ) -> FileReport:
-    """Check every stream recorded in ``source`` (a path, bytes, or a file object; see ``sf.read_recordings``).
+    """Check every stream recorded in ``source`` (a path or URL, bytes, or a file object; see ``sf.read_recordings``).
 
     Streams are read and checked one at a time. A source that cannot be read, or a format that cannot be told,
-    is the report's ``error`` (reading an SSE body needs no extra: the SSE parser is streamfsm's own). With
+    is the report's ``error`` (reading an SSE body needs no extra: the SSE parser is streamfsm's own); a source
+    that breaks partway (a line past the bound, a cut-off ``.gz``) keeps the reports of the streams before. With
     ``results``, the report keeps each valid stream's :class:`StreamResult`.
     """
-    path = name if name is not None else (source if isinstance(source, str) else str(getattr(source, "name", "-")))
-    try:
-        with contextlib.ExitStack() as stack:
-            watched = _FirstLine.of(source, stack)
-            read = cast("RecordingSource", watched) if watched is not None else source
-            resolved, streams = scan_recordings(read, fmt, name=path)
-            numbered = resolved == "harness-session"
-            checked = [check_recording(r, policy, numbered=numbered, results=results) for r in streams]
-            if numbered and not checked and watched is not None and not watched.header:
-                # Lines that look like a session log's events, but neither its header nor a model turn: no
-                # stream is recognisable, and that is no pass (an empty JSON-lines file is STREAM_TRUNCATED too).
-                checked = [check_recording(watched.no_stream(path), policy, numbered=True)]
-    except UnknownFormat as exc:
-        return FileReport(path, None, [], f"cannot tell the format: {exc}")
-    except OSError as exc:
-        return FileReport(path, None, [], f"cannot read: {exc.strerror or exc}")
-    except LineTooLong as exc:
-        return FileReport(path, None, [], f"cannot read: {exc}")
-    return FileReport(
-        path,
-        resolved,
-        [report for report, _ in checked],
-        results=[result for _, result in checked] if results else None,
-    )
+    return FileCheck(source, fmt, policy, name=name, results=results).report()
+
+
+class FileCheck:
+    """One source being checked, its streams reported one at a time as they are read: what the command prints
+    from, so that its memory does not grow with a file's streams (:func:`check_source` keeps them all).
+
+    Iterate :meth:`streams` once; ``format`` is set once the source has been opened, ``error`` once it is known
+    (at the start, or where the source broke off).
+    """
+
+    __slots__ = ("_fmt", "_policy", "_results", "_source", "error", "format", "path")
+
+    def __init__(
+        self,
+        source: RecordingSource,
+        fmt: str = "auto",
+        policy: Policy | str = Policy.STRICT,
+        *,
+        name: str | None = None,
+        results: bool = False,
+    ) -> None:
+        self.path = (
+            name if name is not None else (source if isinstance(source, str) else str(getattr(source, "name", "-")))
+        )
+        self._source, self._fmt, self._policy, self._results = source, fmt, Policy(policy), results
+        self.format: str | None = None
+        self.error: str | None = None
+
+    def streams(self) -> Iterator[tuple[StreamReport, StreamResult | None]]:
+        """Each stream's report (and with ``results`` its result if it is valid), as it is checked."""
+        try:
+            with contextlib.ExitStack() as stack:
+                watched = _FirstLine.of(self._source, stack)
+                read = cast("RecordingSource", watched) if watched is not None else self._source
+                resolved, streams = scan_recordings(read, self._fmt, name=self.path)
+                self.format = resolved
+                numbered = resolved == "harness-session"
+                seen = False
+                for stream in streams:
+                    seen = True
+                    yield check_recording(stream, self._policy, numbered=numbered, results=self._results)
+                if numbered and not seen and watched is not None and not watched.header:
+                    # Lines that look like a session log's events, but neither its header nor a model turn: no
+                    # stream is recognisable, and that is no pass (an empty JSON-lines file is STREAM_TRUNCATED too).
+                    yield check_recording(watched.no_stream(self.path), self._policy, numbered=True)
+        except UnknownFormat as exc:
+            self.error = f"cannot tell the format: {exc}"
+        except OSError as exc:
+            self.error = f"cannot read: {exc.strerror or exc}"
+        except LineTooLong as exc:
+            self.error = f"cannot read: {exc}"
+
+    def report(self) -> FileReport:
+        """All of it: the :class:`FileReport`."""
+        checked = list(self.streams())
+        return FileReport(
+            self.path,
+            self.format if self.error is None else None,
+            [report for report, _ in checked],
+            self.error,
+            results=[result for _, result in checked] if self._results else None,
+        )
 
 
 class _FirstLine:
@@ -427,5 +477,13 @@ class _FirstLine:
 def check_file(
     path: str, fmt: str = "auto", policy: Policy | str = Policy.STRICT, *, results: bool = False
 ) -> FileReport:
-    """:func:`check_source` for a file by name (what worker processes are given: a name pickles)."""
+    """Check every stream recorded in the file ``path``: a :class:`FileReport` (its :class:`StreamReport` for each
+    stream, or why the file could not be read in ``error``; it never raises for a file it cannot read).
+
+    This is what ``streamfsm check`` runs on each file, in its worker processes and on a Dask cluster: the
+    function and its arguments are picklable (by reference, as ``streamfsm.check_file``), and so is the report it
+    returns, so it can be mapped over a corpus by any executor (Dask, Ray, Spark, ``concurrent.futures``).
+    ``fmt`` is one of ``FORMATS`` (``auto`` tells them apart by the first lines); ``policy`` a :class:`Policy` or
+    its value. With ``results``, the report keeps each valid stream's :class:`StreamResult` as well.
+    """
     return check_source(path, fmt, policy, name=path, results=results)

@@ -6,8 +6,9 @@ one stream is invalid; 2 for a usage error or an input that could not be read (a
 a folder with no recordings, a format that cannot be told), whatever the other streams gave; 130 when
 interrupted; 141 when standard output was closed early.
 
-The checking itself lives in ``_check.py`` and returns plain reports; this module only walks the paths,
-spreads the files over processes, and formats the reports for a terminal or as JSON lines. Colours only on
+The checking itself lives in ``_check.py`` and returns plain reports, run over many files by ``_corpus.py`` (here,
+in worker processes, or on a Dask cluster); this module walks the paths and formats the reports for a terminal or
+as JSON lines. Colours only on
 a terminal (``--color``), never when ``NO_COLOR`` is set; the progress bar and the boxed summary table need
 the ``cli`` extra (``rich``), and the command works without it.
 """
@@ -27,7 +28,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final
 
@@ -36,6 +37,7 @@ import orjson
 from ._check import (
     FORMATS,
     UNSAFE,
+    FileCheck,
     FileReport,
     StreamReport,
     check_file,
@@ -44,12 +46,12 @@ from ._check import (
     short,
 )
 from ._config import Policy
+from ._corpus import SchedulerError, reports, stdin_bytes
 from ._machine import diagram
-from ._sources import STDIN, _Input, _inputs
+from ._sources import STDIN, _inputs
 
 if TYPE_CHECKING:  # imported when used: a Ctrl-C while they load is then inside main()
     import argparse
-    from concurrent.futures import Future
 
 _startup.imported()  # a Ctrl-C noted while the imports ran is answered now
 
@@ -78,8 +80,6 @@ EXIT_INTERRUPTED: Final = 130
 #: Standard output was closed before the end (``| head``), as a shell reports a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE: Final = 141
 
-#: Below this many bytes in all, files are checked in the main process (``--jobs`` not given).
-PARALLEL_MIN_BYTES: Final = 8 * 1024 * 1024
 #: Line width when the output is not a terminal.
 DEFAULT_WIDTH: Final = 120
 
@@ -247,21 +247,40 @@ class Summary:
     unreadable: int = 0
     seconds: float = 0.0
 
+    #: What the file being counted has shown so far (see :meth:`add_stream` and :meth:`end_file`).
+    _file_streams: int = field(default=0, repr=False)
+    _file_ok: bool = field(default=False, repr=False)
+    _file_codes: set[str] = field(default_factory=set, repr=False)
+
     def add(self, report: FileReport) -> None:
         """Count one file's report."""
+        for stream in report.streams:
+            self.add_stream(stream)
+        self.end_file(report.error)
+
+    def add_stream(self, stream: StreamReport) -> None:
+        """Count one stream of the file being counted."""
+        self.streams += 1
+        self._file_streams += 1
+        if stream.ok:
+            self.ok += 1
+            self._file_ok = True
+        else:
+            code = str(stream.code)
+            self.codes[code] += 1
+            self._file_codes.add(code)
+
+    def end_file(self, error: str | None) -> None:
+        """The file being counted is over (``error``: why it could not be read, or read to the end)."""
         self.files += 1
-        if report.error is not None:
+        if error is not None:
             self.unreadable += 1
-            return
-        if not report.streams:
+        elif not self._file_streams:
             self.empty += 1
-        self.streams += len(report.streams)
-        good = sum(1 for s in report.streams if s.ok)
-        self.ok += good
-        self.ok_files += good > 0
-        bad = Counter(str(s.code) for s in report.streams if not s.ok)
-        self.codes.update(bad)
-        self.code_files.update(bad.keys())
+        self.ok_files += self._file_ok
+        self.code_files.update(self._file_codes)
+        self._file_streams, self._file_ok = 0, False
+        self._file_codes.clear()
 
     @property
     def invalid(self) -> int:
@@ -330,59 +349,6 @@ def _rich_summary(summary: Summary, color: bool) -> bool:
 # -- inputs -----------------------------------------------------------------------------------------
 
 
-def _stdin() -> IO[bytes]:
-    """Standard input as bytes, read as it comes (looked up at each call: tests swap ``sys.stdin``)."""
-    return sys.stdin.buffer
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
-def _workers(files: list[str], jobs: int) -> int:
-    """How many processes check ``files``: ``jobs`` if given, else one per core when there is enough to do.
-
-    Starting workers and sending reports back costs about as much as checking a few megabytes in the
-    main process, so below :data:`PARALLEL_MIN_BYTES` in all the files are checked right here.
-    """
-    if jobs == 0:
-        if sum(_size(f) for f in files) < PARALLEL_MIN_BYTES:
-            return 1
-        jobs = os.cpu_count() or 1
-    return max(1, min(jobs, len(files)))
-
-
-def _reports(inputs: list[_Input], fmt: str, policy: Policy, jobs: int) -> Generator[FileReport, None, None]:
-    """Each input's report, in input order; files are checked in worker processes when there are several."""
-    files = [i.path for i in inputs if i.error is None and i.path != STDIN]
-    workers = _workers(files, jobs)
-    futures: dict[str, Future[FileReport]] = {}
-    pool = None
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        pool = ProcessPoolExecutor(max_workers=workers)
-    try:
-        if pool is not None:
-            for path in dict.fromkeys(files):
-                futures[path] = pool.submit(check_file, path, fmt, policy)
-        for item in inputs:
-            if item.error is not None:
-                yield FileReport(item.path, None, [], item.error)
-            elif item.path == STDIN:
-                yield check_source(_stdin(), fmt, policy, name=STDIN)
-            elif pool is not None:
-                yield futures[item.path].result()
-            else:
-                yield check_file(item.path, fmt, policy)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
 @contextlib.contextmanager
 def _progress(total: int, enabled: bool, color: bool) -> Iterator[Any]:
     """A rich progress bar on standard error, or ``None``; output printed meanwhile goes above it."""
@@ -441,18 +407,22 @@ def _check(args: argparse.Namespace) -> int:
     color = wants_color(args.color, sys.stdout)
     style, width = Style(color), _width(sys.stdout)
     summary = Summary(policy.value)
-    jobs = args.jobs
     started = time.perf_counter()
     show_bar = args.progress and len(inputs) > 1 and _isatty(sys.stderr)
-    with (
-        _progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
-        contextlib.closing(_reports(inputs, args.format, policy, jobs)) as run,
-    ):
-        for report in run:
-            summary.add(report)
-            _print_file(report, args, style, width)
-            if bar is not None:
-                bar.update(bar.task_ids[0], advance=1, description=_tail(printable(report.path), 50))
+    try:
+        with (
+            _progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
+            contextlib.closing(
+                reports(inputs, args.format, policy, jobs=args.jobs, scheduler=args.scheduler, lazy=True)
+            ) as run,
+        ):
+            for report in run:
+                _print_file(report, summary, args, style, width)
+                if bar is not None:
+                    bar.update(bar.task_ids[0], advance=1, description=_tail(printable(report.path), 50))
+    except SchedulerError as exc:
+        _complain(f"error: {exc}")
+        return EXIT_USAGE
     summary.seconds = time.perf_counter() - started
     if not args.json:
         _say("")
@@ -463,19 +433,25 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_INVALID if summary.invalid else EXIT_OK
 
 
-def _print_file(report: FileReport, args: argparse.Namespace, style: Style, width: int) -> None:
+def _print_file(
+    report: FileReport | FileCheck, summary: Summary, args: argparse.Namespace, style: Style, width: int
+) -> None:
+    """Print and count a file's streams as they come (one pass: a :class:`FileCheck` is checked as it is read),
+    then why it could not be read, if it could not."""
+    streams = report.streams if isinstance(report, FileReport) else (stream for stream, _ in report.streams())
+    count = 0
+    for stream in streams:
+        count += 1
+        summary.add_stream(stream)
+        if args.json:
+            _say(json_text(stream.to_json()))
+        elif not (stream.ok and args.quiet):
+            _say(format_report(stream, style, width))
+    summary.end_file(report.error)
     if report.error is not None:
         _complain(f"{report.path}: {report.error}")
-        return
-    if args.json:
-        for stream in report.streams:
-            _say(json_text(stream.to_json()))
-        return
-    if not report.streams and not args.quiet:
+    elif not count and not (args.json or args.quiet):
         _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
-    for stream in report.streams:
-        if not (stream.ok and args.quiet):
-            _say(format_report(stream, style, width))
 
 
 def _assemble(args: argparse.Namespace) -> int:
@@ -485,7 +461,7 @@ def _assemble(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     policy = Policy(args.policy)
     if path == STDIN:
-        report = check_source(_stdin(), args.format, policy, name=STDIN, results=True)
+        report = check_source(stdin_bytes(), args.format, policy, name=STDIN, results=True)
     else:
         report = check_file(path, args.format, policy, results=True)
     if report.error is not None:
@@ -591,7 +567,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="worker processes (default: one per core when the files add up to 8 MiB or more; 1: none)",
+        help="worker processes, or Dask workers with --scheduler local (default: one per free core when the files "
+        "are estimated to take half a second or more to check in one process; 1: none)",
+    )
+    check.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="check the files on a Dask cluster: its scheduler's address (tcp://HOST:8786), or 'local' for a "
+        "LocalCluster started here (needs the dask extra)",
     )
     check.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"
@@ -663,6 +646,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if getattr(args, "jobs", 1) < 0:
         parser.error("--jobs must be 0 (one per core) or more")
+    if getattr(args, "scheduler", None) not in (None, "local") and args.jobs:
+        parser.error("--jobs sets local workers: a cluster at --scheduler ADDRESS has its own")
     try:
         status: int = args.run(args)
         sys.stdout.flush()  # a reader gone (| head) shows here, not as a complaint when the interpreter exits

@@ -42,6 +42,9 @@ __all__ = [
 
 #: The name of standard input on the command line.
 STDIN: Final = "-"
+#: Files a walked folder contributes (a file named on the command line is read whatever its name), each also
+#: compressed (:func:`recording_suffixes`).
+STREAM_SUFFIXES: Final = (".jsonl", ".ndjson", ".sse")
 #: Suffixes that are decompressed as a file is read (after a recording's own: ``a.jsonl.gz``).
 COMPRESSED_SUFFIXES: Final = (".gz", ".zst")
 #: How much of a remote object is fetched at a time (one range request), and held.
@@ -77,8 +80,6 @@ def _scheme(url: str) -> str:
 
 def recording_suffixes() -> tuple[str, ...]:
     """The names a walked folder contributes: ``STREAM_SUFFIXES``, each also with a compressed suffix after it."""
-    from ._check import STREAM_SUFFIXES  # here: _check imports the reader, which imports this module
-
     return (*STREAM_SUFFIXES, *(s + c for s in STREAM_SUFFIXES for c in COMPRESSED_SUFFIXES))
 
 
@@ -325,8 +326,6 @@ def _inputs(paths: Sequence[str]) -> list[_Input]:
 
 
 def _none_here(path: str) -> _Input:
-    from ._check import STREAM_SUFFIXES
-
     listed = ", ".join("*" + s for s in STREAM_SUFFIXES)
     return _Input(path, f"no recordings ({listed}, also {' or '.join(COMPRESSED_SUFFIXES)}) here")
 

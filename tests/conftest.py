@@ -49,29 +49,30 @@ def seed_chunks() -> list[dict[str, Any]]:
     return copy.deepcopy(SEED_CHUNKS)
 
 
-# -- the cloud tests: a real S3-compatible server (moto's) on 127.0.0.1 ---------------------------------------
+# -- tests that start a service of their own: run unless the option that skips them is given --------------------
+
+#: Marker -> what its tests start. Each marker gets an option ``--no-MARKER`` that skips its tests, and only that:
+#: without it they run, and fail if what they need is not installed (never a silent skip).
+SERVICE_MARKERS: dict[str, str] = {
+    "cloud": "moto's S3-compatible server on 127.0.0.1 (needs the cloud extra and moto)",
+    "cluster": "a Dask LocalCluster with process workers (needs the dask extra)",
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--no-cloud",
-        action="store_true",
-        help="skip the tests marked cloud (the cloud extra, and moto's S3 server on 127.0.0.1); without this "
-        "option they run, and fail if moto or the extra is missing",
-    )
+    for marker, what in SERVICE_MARKERS.items():
+        parser.addoption(f"--no-{marker}", action="store_true", help=f"skip the tests marked {marker}: {what}")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "cloud: needs the cloud extra (fsspec, s3fs, zstandard) and, for S3, moto's server, which it starts on "
-        "127.0.0.1; skipped only with --no-cloud",
-    )
+    for marker, what in SERVICE_MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: starts {what}; skipped only with --no-{marker}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--no-cloud"):
-        skip = pytest.mark.skip(reason="--no-cloud was given")
-        for item in items:
-            if item.get_closest_marker("cloud") is not None:
-                item.add_marker(skip)
+    for marker in SERVICE_MARKERS:
+        if config.getoption(f"--no-{marker}"):
+            skip = pytest.mark.skip(reason=f"--no-{marker} given")
+            for item in items:
+                if marker in item.keywords:
+                    item.add_marker(skip)

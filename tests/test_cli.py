@@ -823,18 +823,6 @@ def test_ctrl_c_while_workers_check(
     assert (status, out, err) == (_cli.EXIT_INTERRUPTED, "", "streamfsm: interrupted\n")
 
 
-def test_workers_only_for_enough_work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    files = []
-    for n in range(3):
-        (tmp_path / f"{n}.jsonl").write_bytes(b"x" * 1000)
-        files.append(str(tmp_path / f"{n}.jsonl"))
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert _cli._workers(files, 0) == 1  # 3 kB: not worth starting processes
-    monkeypatch.setattr(_cli, "PARALLEL_MIN_BYTES", 3000)
-    assert _cli._workers(files, 0) == 3  # one per core, no more than the files
-    assert _cli._workers(files, 2) == 2 and _cli._workers(files, 1) == 1
-
-
 # -- the README -----------------------------------------------------------------------------------------
 
 

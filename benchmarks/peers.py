@@ -13,6 +13,7 @@ missing and why. They are imported with :mod:`importlib` and typed ``Any``.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import importlib.metadata
 from collections.abc import Callable
@@ -81,6 +82,15 @@ class Contender:
                 if parsed != len(stream):
                     return f"stream {k}: parsed {parsed} lines, expected {len(stream)}"
             return None
+        if self.key == "validate_jsonl":
+            # A validator's output is its verdict: it ran to the end without raising (the generator's end is
+            # where the stream is closed and judged complete), and the last chunk it let through is the last
+            # chunk of the stream.
+            for k, (last, stream) in enumerate(zip(results, workload.streams, strict=True)):
+                if last != stream[-1]:
+                    return (f"stream {k}: the last chunk passed through was {_clip_chunk(last)}, expected "
+                            f"{_clip_chunk(stream[-1])}")
+            return None
         assert self.content is not None
         for k, (result, want) in enumerate(zip(results, workload.expected, strict=True)):
             try:
@@ -91,6 +101,11 @@ class Contender:
             if why is not None:
                 return f"stream {k}: {why}"
         return None
+
+
+def _clip_chunk(chunk: object) -> str:
+    text = repr(chunk)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- baselines ---------------------------------------------------------------------------------------
@@ -287,6 +302,17 @@ def _run_assemble_jsonl(prepared: tuple[list[bytes], sf.Policy]) -> list[Any]:
     return [assemble_jsonl(b, policy=policy) for b in blobs]
 
 
+def _run_validate_jsonl(prepared: tuple[list[bytes], sf.Policy]) -> list[Any]:
+    """``validate_jsonl`` consumed as a checker does (every chunk taken, nothing kept): the last chunk of each."""
+    blobs, policy = prepared
+    validate_jsonl, drain = sf.validate_jsonl, collections.deque
+    out: list[Any] = []
+    for b in blobs:
+        last = drain(validate_jsonl(b, policy=policy), maxlen=1)
+        out.append(last[0] if last else None)
+    return out
+
+
 def _strict(w: Workload) -> bool:
     """The converters' workloads: one block at a time (a wire API's events for them are the documented stream)."""
     return w.policy == "strict"
@@ -323,6 +349,8 @@ def streamfsm_contenders() -> list[Contender]:
                   streamfsm_content, applies=_strict),
         Contender("assemble_jsonl", "streamfsm assemble_jsonl()", "streamfsm", "jsonl", _sf_jsonl,
                   _run_assemble_jsonl, streamfsm_content),
+        Contender("validate_jsonl", "streamfsm validate_jsonl()", "streamfsm", "jsonl", _sf_jsonl,
+                  _run_validate_jsonl),
     ]
 
 

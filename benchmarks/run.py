@@ -351,6 +351,13 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
             j = r.ratio("assemble_jsonl", "orjson")
             out.append(Target("JSON lines vs orjson.loads of the lines", r.workload.key, "≤ 1.5×", f"{j:.2f}×",
                               _verdict(j <= 1.5 if _finite(j) else None)))
+    # Issue 15: the check-only path (validate_jsonl builds no result models) against the same floor.
+    for key, limit in (("recordings", 2.0), ("typical", 1.5)):
+        r_v = by.get(key)
+        if r_v is not None and "validate_jsonl" in r_v.measures:
+            v = r_v.ratio("validate_jsonl", "orjson")
+            out.append(Target("validate_jsonl() vs orjson.loads of the lines", key, f"≤ {limit:.1f}×", f"{v:.2f}×",
+                              _verdict(v <= limit if _finite(v) else None)))
     for r in results:
         m = r.measures["assemble"]
         if len(r.workload.streams) == 1 and r.workload.output_size >= 100_000 and m.peak is not None:
@@ -442,15 +449,15 @@ def results_tables(results: list[WorkloadResult], contenders: Sequence[Contender
     parts = []
     for fmt, title in (("dicts", "chunk dicts"), ("jsonl", "JSON lines (bytes)")):
         cols = [c for c in contenders if c.fmt == fmt]
+        ratios = [k for k in ("assemble_jsonl", "validate_jsonl") if any(c.key == k for c in cols)]
+        headers = ["workload", "chunks", *(c.label for c in cols)]
         if fmt == "jsonl":
-            headers = ["workload", "chunks", *(c.label for c in cols), "assemble_jsonl ÷ orjson"]
-        else:
-            headers = ["workload", "chunks", *(c.label for c in cols)]
+            headers += [f"{k} ÷ orjson" for k in ratios]
         rows = []
         for r in results:
             row = [r.workload.key, f"{r.workload.n_chunks:,}", *(_cell(r, c.key) for c in cols)]
             if fmt == "jsonl":
-                row.append(f"{r.ratio('assemble_jsonl', 'orjson'):.2f}×")
+                row += [f"{r.ratio(k, 'orjson'):.2f}×" for k in ratios]
             rows.append(row)
         parts.append(f"### Results: {title} — median ns per chunk (× the bare dict loop)\n\n" + md_table(headers, rows))
     return "\n\n".join(parts)
@@ -544,7 +551,7 @@ def environment(versions: dict[str, str]) -> list[str]:
 
 _COLORS = {
     "bare": "black", "orjson": "tab:gray", "assemble": "tab:orange", "feed": "tab:green",
-    "assemble_jsonl": "tab:orange", "anthropic": "tab:red", "openai": "tab:purple",
+    "assemble_jsonl": "tab:orange", "validate_jsonl": "tab:green", "anthropic": "tab:red", "openai": "tab:purple",
     "pydantic-ai": "tab:brown", "langchain": "tab:pink", "responses": "tab:blue", "openai-responses": "tab:cyan",
     "gemini": "tab:olive", "google-genai": "tab:green",
 }
@@ -605,7 +612,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--peer-limit", type=float, default=0.0,
                    help="skip a peer on a workload whose single run would take longer (seconds; default 10)")
     p.add_argument("--no-peers", action="store_true", help="time streamfsm and the baselines only")
-    p.add_argument("--only", default="", help="comma-separated workload keys (e.g. typical,text-200k)")
+    p.add_argument("--only", default="",
+                   help="comma-separated workload keys and sections (e.g. typical,text-200k; corpus for the corpus "
+                        "section alone)")
+    p.add_argument("--corpus", choices=["full", "quick", "smoke", "none"], default=None,
+                   help="the corpus section's sizes (benchmarks/corpus.py; default full, smoke with --smoke; "
+                        "none: skip it)")
     return p.parse_args(argv)
 
 
@@ -625,13 +637,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     contenders = [*baselines(), *streamfsm_contenders(), *peer_contenders]
     order = ["bare", "bare-models", "bare-plain", "assemble", "feed", "anthropic", "openai", "pydantic-ai", "langchain",
              "responses", "openai-responses", "gemini", "google-genai",
-             "orjson", "bare-jsonl", "assemble_jsonl", "anthropic-jsonl", "openai-jsonl"]
+             "orjson", "bare-jsonl", "assemble_jsonl", "validate_jsonl", "anthropic-jsonl", "openai-jsonl"]
     contenders.sort(key=lambda c: order.index(c.key) if c.key in order else len(order))
 
     workloads, notes = all_workloads(cfg.sizes)
+    corpus_sizes = args.corpus or ("smoke" if cfg.smoke else "full")
     if args.only:
         keep = {k.strip() for k in args.only.split(",") if k.strip()}
         workloads = [w for w in workloads if w.key in keep]
+        if "corpus" not in keep:
+            corpus_sizes = "none"
     # Modules, peers and workloads live for the whole run: out of the collector's sight, a collection
     # costs microseconds instead of a fifth of a second (with every peer imported).
     gc.collect()
@@ -649,7 +664,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ts = targets(results, cfg)
     checks, failures = checks_section(results)
-    plot_note = plot(results, contenders, out_dir / "ns_per_chunk.png")
+    # No workloads (--only corpus): the committed plot of the workloads is left as it is.
+    plot_note = plot(results, contenders, out_dir / "ns_per_chunk.png") if results else ""
+
+    corpus_md = corpus_method = corpus_plot = ""
+    if corpus_sizes != "none":
+        from . import corpus  # measures whole processes: nothing of this one is timed
+
+        done = corpus.run_corpus(corpus.SIZES[corpus_sizes], out_dir)
+        ts += corpus.targets(done)
+        corpus_md, corpus_method, corpus_plot = corpus.markdown(done), corpus.method(), done.plot_note
+        if done.failures:
+            failures += len(done.failures)
+            checks += "".join(f"\n- FAILED: corpus {f}" for f in done.failures)
+        else:
+            checks += ("\n\nCorpus checks: every `streamfsm check` run found the streams, files and invalid streams "
+                       "its corpus holds.")
     elapsed = time.perf_counter() - started
 
     peer_lines = [f"- {dist} {v}: installed" for dist, v in versions.items()]
@@ -661,9 +691,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if m.status == "once":
                 footnotes.append(f"- ¹ {m.contender.label} on {r.workload.key}: {m.note}")
     body = "\n\n".join([
-        results_tables(results, contenders),
+        *([results_tables(results, contenders)] if results else []),
         "### Targets (STRICT policy unless noted; recordings replay under HARNESS)\n\n" + targets_table(ts),
-        "### Peak memory (tracemalloc) against the assembled output\n\n" + memory_table(results, contenders),
+        *(["### Peak memory (tracemalloc) against the assembled output\n\n" + memory_table(results, contenders)]
+          if results else []),
+        *(["### Corpus: `streamfsm check` over whole corpora\n\n" + corpus_md] if corpus_md else []),
         "### Content checks\n\n" + checks,
     ])
     if footnotes:
@@ -671,7 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     env_lines = environment(versions)
     print("\n".join(["## Environment", *env_lines, "", "## Peers", *(peer_lines or ["- none"]), "", body]))
     print(f"\n{sum(t.verdict == 'PASS' for t in ts)} targets passed, {sum(t.verdict == 'FAIL' for t in ts)} failed; "
-          f"{plot_note}; {elapsed:.0f} s; results in {out_dir / 'RESULTS.md'}")
+          f"{'; '.join(n for n in (plot_note, corpus_plot) if n) or 'no plot'}; {elapsed:.0f} s; "
+          f"results in {out_dir / 'RESULTS.md'}")
 
     report = "\n\n".join([
         "# streamfsm benchmarks" + (" (smoke run: tiny sizes, not figures to quote)" if cfg.smoke else ""),
@@ -681,9 +714,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "## Workloads\n\n" + "\n".join(
             [f"- `{w.key}`: {w.title}: {w.n_chunks:,} chunks in {len(w.streams):,} stream(s), policy "
              f"{w.policy.upper()}" for w in workloads] + [f"- {n}" for n in notes]),
-        "## Method\n\n" + _method(cfg, results),
+        *(["## Method\n\n" + _method(cfg, results)] if results else ["## Method"]),
+        *([f"### Method of the corpus section (`benchmarks/corpus.py`)\n\n{corpus_method}"] if corpus_method else []),
         "## Results\n\n" + body,
-        "## Plot\n\n" + plot_note,
+        "## Plot\n\n" + "\n\n".join(n for n in (plot_note, corpus_plot) if n),
         f"Run time: {elapsed:.0f} s.",
     ]) + "\n"
     (out_dir / "RESULTS.md").write_text(report, encoding="utf-8")
@@ -707,7 +741,9 @@ def _method(cfg: Config, results: list[WorkloadResult]) -> str:
         f"{cfg.once_above_ns / 1e9:g} s is timed by that run alone (marked ¹), and its peak memory is not traced "
         f"when a run takes longer than {cfg.trace_below_ns / 1e9:g} s.",
         "- JSON lines: one bytes blob per stream; `orjson.loads` = split on `\\n` and `orjson.loads` every line, "
-        "nothing else. The anthropic and openai JSON-lines paths are what their SDKs do with each SSE data "
+        "nothing else. `validate_jsonl()` is consumed as a checker consumes it (`collections.deque(..., maxlen=1)`: "
+        "every chunk taken, the last kept for the check that it ran to the end of the stream). The anthropic and "
+        "openai JSON-lines paths are what their SDKs do with each SSE data "
         "line: parse, `construct_type`, accumulate.",
         "- Fixed cost of a stream = (time of a 5-chunk stream − 5 × the per-chunk time of the typical turn), "
         "in typical chunks. Peak memory is checked against the target for single streams whose output is at "

@@ -55,6 +55,37 @@ def test_smoke_run_prints_the_tables(smoke: tuple[subprocess.CompletedProcess[st
     assert "PASS" in out or "FAIL" in out
 
 
+def test_validate_jsonl_is_timed_next_to_assemble_jsonl(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """The check-only path (issue 15) is a contender of the JSON-lines table, with its ratio to orjson and its
+    targets on the recordings and the typical turn."""
+    proc, _ = smoke
+    out = proc.stdout
+    assert "streamfsm validate_jsonl()" in out
+    assert "assemble_jsonl ÷ orjson" in out and "validate_jsonl ÷ orjson" in out
+    rows = [line for line in out.splitlines() if line.startswith("| validate_jsonl() vs orjson.loads of the lines")]
+    assert [row.split("|")[2].strip() for row in rows] == ["recordings", "typical"]
+    assert [row.split("|")[3].strip() for row in rows] == ["≤ 2.0\u00d7", "≤ 1.5\u00d7"]
+
+
+def test_the_corpus_section_runs(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """``--smoke`` runs the corpus section at its smoke sizes: whole ``streamfsm check`` processes at -j 1, 2 and
+    automatic (each checked against the corpus), local disk against memory:// (or why not), peak memory."""
+    proc, out_dir = smoke
+    out = proc.stdout
+    assert "### Corpus: `streamfsm check` over whole corpora" in out
+    for row in ("| logs ", "| small ", "| big "):
+        assert row in out, row
+    assert "local disk against `memory://`" in out
+    assert "Peak memory of `streamfsm check` against the largest stream" in out
+    assert "tiny file (the constant)" in out
+    assert "peak memory of check vs the largest stream" in out and "-j auto not slower than -j 1" in out
+    assert "Corpus checks: every `streamfsm check` run found" in out
+    report = (out_dir / "RESULTS.md").read_text(encoding="utf-8")
+    assert "### Method of the corpus section" in report
+    if (out_dir / "ns_per_chunk.png").exists():
+        assert (out_dir / "corpus.png").exists() and "corpus.png" in report
+
+
 def test_the_converters_run_next_to_their_sdks(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     """The Responses and Gemini converters are timed (and content-checked) on every STRICT workload, each next to
     its SDK's own handling of the same events when that SDK is installed."""

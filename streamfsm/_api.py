@@ -15,7 +15,10 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import IO, Any, TypeVar
+from itertools import islice
+from typing import IO, Any, Final, TypeVar
+
+import orjson
 
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
@@ -34,6 +37,9 @@ __all__ = [
 
 C = TypeVar("C", bound=Mapping[str, Any])
 T = TypeVar("T")
+#: Lines ``validate_jsonl`` parses at a time from a source in memory.
+_LINE_BATCH: Final = 4096
+
 JsonLines = bytes | str | IO[bytes] | IO[str] | Iterable[bytes] | Iterable[str]
 
 
@@ -199,12 +205,37 @@ def validate_jsonl(
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Parse and validate JSON lines, yielding each chunk dict once it is accepted (no result is assembled)."""
+    """Parse and validate JSON lines, yielding each chunk dict once it is accepted (no result is assembled).
+
+    A source in memory (``bytes`` or ``str``) is parsed and fed :data:`_LINE_BATCH` lines at a time, and the
+    chunks of a batch are yielded once the batch is accepted (up to the refused chunk, before its error): a
+    consumer sees every accepted chunk, in order, and the same error. Any other source (a file, a pipe, an
+    iterable of lines) is taken a line at a time, so that a chunk is yielded as soon as its line has come.
+    """
     asm = StreamAssembler(policy, limits, results=False)
-    for line in iter_lines(source):
-        chunk = asm.feed_line(line)
-        if chunk is not None:
-            yield chunk
+    lines = iter_lines(source)
+    if isinstance(source, (bytes, bytearray, memoryview, str)):
+        while batch := list(islice(lines, _LINE_BATCH)):
+            try:
+                chunks = list(map(orjson.loads, batch))
+            except orjson.JSONDecodeError:  # a blank or broken line: this batch line by line
+                for line in batch:
+                    chunk = asm.feed_line(line)
+                    if chunk is not None:
+                        yield chunk
+                continue
+            fed = asm.chunk_count
+            try:
+                asm.feed_many(chunks)
+            except LlmError as err:
+                yield from chunks[: (err.chunk_index or fed) - fed]
+                raise
+            yield from chunks
+    else:
+        for line in lines:
+            chunk = asm.feed_line(line)
+            if chunk is not None:
+                yield chunk
     asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
 
 

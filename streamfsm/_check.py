@@ -457,6 +457,7 @@ class _FirstLine:
                 yield line
                 break
             yield line
+        line = content = b""  # nothing of the first line held while the rest is read
         yield from self._lines  # the rest as it comes: nothing more to see
 
     def no_stream(self, path: str) -> RecordedStream:

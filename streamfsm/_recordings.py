@@ -1,7 +1,9 @@
 """The one reader of recordings: the library, the command and the tests read every recorded stream here.
 
-A *source* is a path (``str`` or ``os.PathLike``), ``bytes`` (or ``bytearray``/``memoryview``), or a binary
-or text file object (standard input included). A ``str`` is a path, as for ``open()``: text already in
+A *source* is a path (``str`` or ``os.PathLike``; a ``str`` may also be an fsspec URL, and a name ending
+``.gz`` or ``.zst`` is decompressed as it is read: ``_sources.open_binary``), ``bytes`` (or
+``bytearray``/``memoryview``), or a binary or text file object (standard input included). A ``str`` is a path, as
+for ``open()``: text already in
 memory is given as ``bytes`` or ``io.StringIO`` (pandas deprecated literal text in ``read_json`` for the
 same reason: a string that is meant as a path must never be read as content). Sources are read line by
 line as they come, never copied to a temporary file.
@@ -341,21 +343,31 @@ def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[Any]:
     start: list[bytes] = []  # the start of a line whose end has not come yet
     held = number = 0  # its length; the lines ended so far
     while block := read(size):
-        end = block.rfind(b"\n")
-        if end < 0 or start:
+        if start:  # a line began in an earlier block: it ends in this one, or goes on
             first = block.find(b"\n")
             if held + (first + 1 if first >= 0 else len(block)) > limit:
                 raise _too_long(number + 1, limit)
-            if end < 0:
+            if first < 0:
                 start.append(block)
                 held += len(block)
                 continue
-            start.append(block)
-            end += held
-            block = b"".join(start)
-        start, held = ([block[end + 1 :]], len(block) - end - 1) if end + 1 < len(block) else ([], 0)
+            # The line joined once (its pieces go at once): a long line is held about twice, never more.
+            start.append(block[: first + 1])
+            line = b"".join(start)
+            start, held = [], 0
+            number += 1
+            yield line
+            del line
+            block = block[first + 1 :]
+        end = block.rfind(b"\n")
+        if end < 0:
+            if block:
+                start, held = [block], len(block)
+            continue
+        if end + 1 < len(block):
+            start, held = [block[end + 1 :]], len(block) - end - 1
         number += block.count(b"\n", 0, end + 1)
-        yield from io.BytesIO(block[: end + 1])
+        yield from io.BytesIO(block[: end + 1] if end + 1 < len(block) else block)
     if start:
         yield b"".join(start)
 
@@ -403,11 +415,29 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     return _without_any_bom(iter(source))  # type: ignore[call-overload]
 
 
-def _numbered(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)`` of the lines that hold more than JSON whitespace."""
-    for lineno, raw in enumerate(lines, start=1):
-        if raw.strip(_BLANK):
-            yield lineno, raw
+class _Numbered:
+    """``(line number, line)`` of the lines that hold more than JSON whitespace.
+
+    An iterator, not a generator: it keeps no reference to the line it gave (a generator's frame would hold a
+    long line while its chunk is checked).
+    """
+
+    __slots__ = ("_lines", "_number")
+
+    def __init__(self, lines: Iterable[bytes]) -> None:
+        self._lines = iter(lines)
+        self._number = 0
+
+    def __iter__(self) -> _Numbered:
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        while True:
+            raw = next(self._lines)
+            self._number += 1
+            # A line with content mostly starts with it: only a line that starts blank is stripped (a copy).
+            if raw and (raw[0] not in _BLANK or raw.strip(_BLANK)):
+                return self._number, raw
 
 
 def _invalid(raw: bytes, reason: str, what: str = "line is not JSON") -> InvalidLine:
@@ -616,17 +646,18 @@ def read_session(source: RecordingSource, *, name: str | None = None) -> Iterato
 
 
 def _jsonl_entries(lines: Iterable[bytes]) -> Iterator[_Entry]:
-    for lineno, raw in _numbered(lines):
+    for lineno, raw in _Numbered(lines):
         try:
             chunk = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             chunk = _invalid(raw, str(exc))
+        del raw  # the line goes before its chunk is checked: a long one is not held twice
         yield chunk, lineno, 0
 
 
 def _session_entries(lines: Iterable[bytes]) -> Iterator[tuple[Any, int, int, Any]]:
     """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's)."""
-    for lineno, raw in _numbered(lines):
+    for lineno, raw in _Numbered(lines):
         try:
             record = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -709,7 +740,7 @@ def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
 
 
 def _json_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
-    for lineno, raw in _numbered(lines):
+    for lineno, raw in _Numbered(lines):
         yield lineno, raw.decode("utf-8", "backslashreplace").strip()
 
 

@@ -99,13 +99,21 @@ def streams(draw: st.DrawFn) -> tuple[list[Chunk], bool]:
         chunks += [{"type": "block-start", "index": b, "blockType": "text"} for b in range(count)]
         # Runs of deltas, block after block: one delta a block (every delta changes the hot block), or longer
         # runs (the hot block takes a run, and the next block's first delta counts it first).
+        # A block ends after its last run, or (drawn) all at the end: a block that ends while another is hot
+        # shrinks the room the hot one's cap was counted against.
         run = draw(st.integers(1, 12))
+        early = draw(st.booleans())
+        ended: set[int] = set()
         for k in range(0, max(len(p) for p in blocks), run):
             for b, pieces in enumerate(blocks):
                 chunks += [{"type": "text-delta", "index": b, "text": piece} for piece in pieces[k : k + run]]
+                if early and len(pieces) <= k + run and b not in ended:
+                    ended.add(b)
+                    chunks.append({"type": "block-end", "index": b, "block": {"type": "text", "text": "".join(pieces)}})
         chunks += [
             {"type": "block-end", "index": b, "block": {"type": "text", "text": "".join(p)}}
             for b, p in enumerate(blocks)
+            if b not in ended
         ]
     else:
         for b, pieces in enumerate(blocks):

@@ -48,7 +48,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from ._check import FileCheck, FileReport, StreamReport, check_file, check_source
 from ._config import Policy
-from ._sources import STDIN
+from ._sources import STDIN, is_url
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -113,7 +113,7 @@ def failed(name: str, why: str) -> FileReport:
 
 
 def _relative(name: str) -> bool:
-    return "://" not in name and not os.path.isabs(name)
+    return not is_url(name) and not os.path.isabs(name)
 
 
 def check_batch(
@@ -180,7 +180,7 @@ class _Batch:
 
 def _size(name: str) -> int | None:
     """The bytes of a local file, 0 if it cannot be looked at (reading it says why), ``None`` for a remote name."""
-    if "://" in name and not name.startswith("file://"):
+    if is_url(name) and not name.startswith("file://"):
         return None
     try:
         return os.stat(name.removeprefix("file://")).st_size

@@ -65,6 +65,7 @@ from typing import Any
 
 import orjson
 
+from .plotting import pyplot
 from .workloads import Stream, recordings, sessions_dir, to_jsonl, typical_turn
 
 __all__ = ["FULL", "QUICK", "SMOKE", "CorpusResult", "CorpusSizes", "main", "run_corpus"]
@@ -726,9 +727,7 @@ def markdown(result: CorpusResult) -> str:
 def plot(result: CorpusResult, path: Path) -> str:
     """MB/s against workers (1, 2, automatic) per corpus; in one process, local disk against memory://."""
     try:
-        matplotlib: Any = importlib.import_module("matplotlib")
-        matplotlib.use("Agg")
-        plt: Any = importlib.import_module("matplotlib.pyplot")
+        plt = pyplot()
     except ImportError as exc:
         return f"No plot: matplotlib is not installed ({exc})."
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5))

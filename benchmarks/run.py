@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import importlib
 import math
 import os
 import platform
@@ -46,6 +45,7 @@ from typing import Any
 import streamfsm as sf
 
 from .peers import Contender, baselines, load_peers, streamfsm_contenders
+from .plotting import pyplot
 from .workloads import FULL, SMOKE, Sizes, Workload, all_workloads
 
 __all__ = ["Config", "Measure", "WorkloadResult", "main", "run_workload"]
@@ -560,9 +560,7 @@ _COLORS = {
 def plot(results: list[WorkloadResult], contenders: Sequence[Contender], path: Path) -> str:
     """ns/chunk against stream length, one line per contender, for each growth series; a note."""
     try:
-        matplotlib: Any = importlib.import_module("matplotlib")
-        matplotlib.use("Agg")
-        plt: Any = importlib.import_module("matplotlib.pyplot")
+        plt = pyplot()
     except ImportError as exc:
         return f"No plot: matplotlib is not installed ({exc})."
     panels = [("text", "long text (one text block)"), ("args", "one tool argument in 1-byte deltas")]

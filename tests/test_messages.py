@@ -372,6 +372,35 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         E.LIMIT_EXCEEDED, 1,
         'limit exceeded: block 0 (image) holds more than 20 bytes (state IN_BLOCK)',
     ),
+    "a stream past its bytes, at a block without deltas": (
+        S, L(max_stream_bytes=10), [start(0, "text"), end_text(0, "abcdef"), start(1, "text"), end_text(1, "ghijk")],
+        E.LIMIT_EXCEEDED, 3,
+        'limit exceeded: the stream would hold 11 bytes, more than 10 (state IN_BLOCK)',
+    ),
+    "a stream past its bytes, at a delta": (
+        S, L(max_stream_bytes=100), [start(0, "text"), *[text_delta(0, "a" * 10)] * 11],
+        E.LIMIT_EXCEEDED, 11,
+        'limit exceeded: the stream would hold 110 bytes, more than 100 (state IN_BLOCK)',
+    ),
+    "a stream past its bytes, at a delta to the other open block": (
+        H, L(max_stream_bytes=50), [start(0, "text"), start(1, "text"), *[text_delta(i % 2, "a" * 10) for i in range(6)]],
+        E.LIMIT_EXCEEDED, 7,
+        'limit exceeded: the stream would hold 60 bytes, more than 50 (state IN_BLOCK)',
+    ),
+    "a stream past its bytes, at a block-end while another block is hot": (
+        H, L(max_stream_bytes=50),
+        [start(0, "text"), start(1, "text"), *[text_delta(1, "b" * 10)] * 4, end_text(0, "abcdefghijk")],
+        E.LIMIT_EXCEEDED, 6,
+        'limit exceeded: the stream would hold 51 bytes, more than 50 (state IN_BLOCK)',
+    ),
+    # Block 1 is hot with room for 200 bytes; block 0 ends with 180 of them: block 1 stays hot with room for 10.
+    "a stream past its bytes, at the deltas of a block still hot after another ended": (
+        H, L(max_stream_bytes=200),
+        [start(0, "text"), start(1, "text"), text_delta(1, "b" * 10), end_text(0, "c" * 180),
+         *[text_delta(1, "b" * 10)] * 2],
+        E.LIMIT_EXCEEDED, 5,
+        'limit exceeded: the stream would hold 210 bytes, more than 200 (state IN_BLOCK)',
+    ),
     "a block of an unknown type past its bytes": (
         H, L(max_block_bytes=20), [start(0, "video"), end_block(0, {"type": "video", "id": "x" * 30})],
         E.LIMIT_EXCEEDED, 1,

@@ -30,6 +30,7 @@ from .builders import (
     U,
     accept,
     accept_noted,
+    agree,
     aiter_chunks,
     end_image,
     end_reasoning,
@@ -920,6 +921,28 @@ def test_usage_while_a_block_is_open_then_only_finish(policy: Policy) -> None:
     assert [b.text for b in result.interrupted] == ["par"]  # type: ignore[union-attr]
     assert reject([*head, STOP], policy, check_index=True).code == ErrorCode.BLOCK_NOT_CLOSED
     assert reject([*head, text_delta(0, "t")], policy, check_index=True).code == ErrorCode.CHUNK_AFTER_USAGE
+
+
+# -- the stream-wide byte limit, met exactly (the chunk past it: test_messages.py, test_bounds.py) -------------
+
+AT_THE_STREAM_LIMIT = {
+    # 30 bytes: deltas counted as they come, then a block without deltas counted at its end.
+    "deltas then a block without deltas": (
+        STRICT, [*text_block(0, "a" * 10, "a" * 10), start(1, "text"), end_text(1, "b" * 10), U, STOP],
+    ),
+    # 30 bytes in deltas to two open blocks, the hot block changing at every delta.
+    "deltas to two open blocks": (
+        HARNESS,
+        [start(0, "text"), start(1, "text"), *[text_delta(i % 2, "x" * 5) for i in range(6)],
+         end_text(0, "x" * 15), end_text(1, "x" * 15), U, STOP],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("policy", "chunks"), AT_THE_STREAM_LIMIT.values(), ids=AT_THE_STREAM_LIMIT.keys())
+def test_a_stream_of_exactly_its_byte_limit_is_accepted(policy: Policy, chunks: list[Chunk]) -> None:
+    assert agree(chunks, policy, sf.Limits(max_stream_bytes=30))["verdict"][0] == "ok"
+    assert agree(chunks, policy, sf.Limits(max_stream_bytes=29))["verdict"][0] != "ok"
 
 
 # -- rule 8: the finish reason ------------------------------------------------------------------

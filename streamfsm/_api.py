@@ -15,8 +15,8 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from itertools import islice
-from typing import IO, Any, Final, TypeVar
+from itertools import chain
+from typing import IO, Any, TypeVar
 
 import orjson
 
@@ -24,7 +24,7 @@ from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._machine import StreamAssembler
 from ._models import StreamResult
-from ._recordings import iter_lines
+from ._recordings import iter_lines, line_batches
 
 __all__ = [
     "aassemble",
@@ -37,8 +37,6 @@ __all__ = [
 
 C = TypeVar("C", bound=Mapping[str, Any])
 T = TypeVar("T")
-#: Lines ``validate_jsonl`` parses at a time from a source in memory.
-_LINE_BATCH: Final = 4096
 
 JsonLines = bytes | str | IO[bytes] | IO[str] | Iterable[bytes] | Iterable[str]
 
@@ -207,35 +205,55 @@ def validate_jsonl(
 ) -> Iterator[dict[str, Any]]:
     """Parse and validate JSON lines, yielding each chunk dict once it is accepted (no result is assembled).
 
-    A source in memory (``bytes`` or ``str``) is parsed and fed :data:`_LINE_BATCH` lines at a time, and the
-    chunks of a batch are yielded once the batch is accepted (up to the refused chunk, before its error): a
-    consumer sees every accepted chunk, in order, and the same error. Any other source (a file, a pipe, an
-    iterable of lines) is taken a line at a time, so that a chunk is yielded as soon as its line has come.
+    A source in memory (``bytes`` or ``str``) is split and parsed a batch of lines at a time (about 256 KiB of
+    it), and the chunks of a batch are yielded once the batch is accepted (up to the refused chunk, before its
+    error): a consumer sees every accepted chunk, in order, and the same error.
+    Any other source (a file, a pipe, an iterable of lines) is taken a line at a time, so that a chunk is
+    yielded as soon as its line has come.
     """
-    asm = StreamAssembler(policy, limits, results=False)
-    lines = iter_lines(source)
     if isinstance(source, (bytes, bytearray, memoryview, str)):
-        while batch := list(islice(lines, _LINE_BATCH)):
+        # A batch's chunks come out of its list in C (itertools.chain), not through a generator one by one.
+        return chain.from_iterable(_validated_batches(source, policy, limits))
+    return _validated_lines(source, policy, limits)
+
+
+def _validated_batches(
+    source: bytes | bytearray | memoryview | str, policy: Policy | str, limits: Limits | None
+) -> Iterator[list[dict[str, Any]]]:
+    """:func:`validate_jsonl` of a source in memory: the accepted chunks, a batch's worth at a time."""
+    asm = StreamAssembler(policy, limits, results=False)
+    for batch in line_batches(source if isinstance(source, (bytes, str)) else bytes(source)):
+        try:
+            chunks = list(map(orjson.loads, batch))
+        except orjson.JSONDecodeError:  # a blank or broken line: this batch line by line
+            kept = []
             try:
-                chunks = list(map(orjson.loads, batch))
-            except orjson.JSONDecodeError:  # a blank or broken line: this batch line by line
                 for line in batch:
                     chunk = asm.feed_line(line)
                     if chunk is not None:
-                        yield chunk
-                continue
-            fed = asm.chunk_count
-            try:
-                asm.feed_many(chunks)
-            except LlmError as err:
-                yield from chunks[: (err.chunk_index or fed) - fed]
+                        kept.append(chunk)
+            except LlmError:
+                yield kept
                 raise
-            yield from chunks
-    else:
-        for line in lines:
-            chunk = asm.feed_line(line)
-            if chunk is not None:
-                yield chunk
+            yield kept
+            continue
+        fed = asm.chunk_count
+        try:
+            asm.feed_many(chunks)
+        except LlmError as err:
+            yield chunks[: (err.chunk_index or fed) - fed]
+            raise
+        yield chunks
+    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
+
+
+def _validated_lines(source: JsonLines, policy: Policy | str, limits: Limits | None) -> Iterator[dict[str, Any]]:
+    """:func:`validate_jsonl` of a source read as it comes: each chunk as soon as its line is accepted."""
+    asm = StreamAssembler(policy, limits, results=False)
+    for line in iter_lines(source):
+        chunk = asm.feed_line(line)
+        if chunk is not None:
+            yield chunk
     asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
 
 

@@ -492,7 +492,9 @@ def _bytes_since(block: _Open) -> int:
     start = block.counted_parts
     if start >= len(parts):
         return 0
-    return sum([_utf8_len(p) for p in parts[start:]])
+    if start == len(parts) - 1:
+        return _utf8_len(parts[start])
+    return _utf8_len("".join(parts[start:]))  # one scan in C (at most a _FLUSH cap's worth), not one a part
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -576,8 +578,9 @@ class StreamAssembler:
         # Module constants, not Policy.X: an enum attribute is a slow read (EnumType's __getattr__).
         if policy is _STRICT or policy is _HARNESS:
             self._policy = policy
-        else:
-            self._policy = policy = Policy(policy)
+        else:  # a policy's value ("strict") is looked up, not called: calling the enum is slow
+            known = _POLICY_BY_VALUE.get(policy) if type(policy) is str else None
+            self._policy = policy = known if known is not None else Policy(policy)
         self._interleave = interleave = policy is _HARNESS
         # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
         self._raw_arguments = raw_arguments or interleave
@@ -1085,7 +1088,7 @@ class StreamAssembler:
                     self._mismatch(block, "arguments", arguments, block.content(), n)
             elif not self._interleave:
                 self._check_id_is_new("block-end", "carries", block, cid, n)
-            parsed, why = parse_arguments(arguments)
+            parsed, why = parse_arguments(arguments, self._results)  # the values exact only if kept
             invalid = ""
             if parsed is None:
                 invalid = (
@@ -1486,6 +1489,7 @@ def _json_size(value: object) -> int:
 
 _STRICT: Final = Policy.STRICT
 _HARNESS: Final = Policy.HARNESS
+_POLICY_BY_VALUE: Final[dict[str, Policy]] = {p.value: p for p in Policy}
 _DEFAULT_MAX_CHUNKS: Final = DEFAULT_LIMITS.max_chunks
 _DEFAULT_MAX_BLOCKS: Final = DEFAULT_LIMITS.max_blocks
 _DEFAULT_MAX_BYTES: Final = DEFAULT_LIMITS.max_block_bytes

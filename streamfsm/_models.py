@@ -81,12 +81,14 @@ def _exact_int(text: str) -> int:
     return -value if text.startswith("-") else value
 
 
-def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
+def parse_arguments(arguments: str, exact: bool = True) -> tuple[dict[str, Any] | None, str]:
     """Parse raw tool arguments: a JSON object (RFC 8259, no NaN/Infinity), or the reason it is not.
 
     orjson decides small texts, fast. It refuses escaped lone surrogates (``"\\ud800"``), which RFC
-    8259's grammar allows, and reads integers past 64 bits as floats: a text it refuses, or one with a
-    run of 19 digits, is asked again of the standard parser, with ``NaN``/``Infinity`` turned away.
+    8259's grammar allows, and reads integers past 64 bits as floats: a text it refuses, or (``exact``) one
+    with a run of 19 digits, is asked again of the standard parser, with ``NaN``/``Infinity`` turned away.
+    Without ``exact`` (a caller that needs the verdict, not the values: a check) such integers stay floats
+    and the text is not scanned for them: the verdict is the same.
     Texts over :data:`ORJSON_MAX` characters go to the standard parser directly: orjson reserves about
     13 times its input while it parses. A lone surrogate *character* (not escaped) cannot be UTF-8
     and is not JSON text. Nesting deeper than :data:`MAX_DEPTH` (1,024) levels is refused by both.
@@ -99,7 +101,7 @@ def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str]:
             if reason:
                 return None, str(exc)
         else:
-            if _LONG_DIGITS.search(arguments) is not None:
+            if exact and _LONG_DIGITS.search(arguments) is not None:
                 # orjson turns integers past 64 bits into floats, silently: keep them exact.
                 value, _ = _stdlib_loads(arguments)
     else:
@@ -402,9 +404,12 @@ class Snapshot(WireModel):
     finish: FinishReason | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamSummary:
     """What a valid stream came to, without its content: a verdict's worth, at no cost of result models.
+
+    A plain record (not frozen: a frozen dataclass's ``__init__`` costs three times as much, and one is made a
+    stream).
 
     Returned by :meth:`StreamAssembler.summary`; an assembler made with ``results=False`` (what ``validate``,
     ``validate_jsonl`` and ``streamfsm check`` use) keeps no more than this of a stream once each block has

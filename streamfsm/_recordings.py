@@ -415,6 +415,31 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     return _without_any_bom(iter(source))  # type: ignore[call-overload]
 
 
+#: About how many bytes (or characters) of a blob :func:`line_batches` splits at a time.
+_BATCH_SIZE: Final = 1 << 18
+
+
+def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
+    """The lines of a JSON-lines blob in memory, split at LF, in lists of about :data:`_BATCH_SIZE` of it.
+
+    Each list is one ``split`` in C of a slice of the blob: never the whole blob at once (a copy of at most a
+    batch, or of one line longer than it). The BOM rule of :func:`iter_lines` holds; a line keeps no LF, a
+    blank line is an empty (or whitespace) string, and a last line without an LF is a line.
+    """
+    newline: Any = "\n" if isinstance(blob, str) else b"\n"
+    bom: Any = "\ufeff" if isinstance(blob, str) else _BOM
+    start = len(bom) if blob.startswith(bom) else 0
+    end = len(blob)
+    while start < end:
+        stop = blob.rfind(newline, start, start + _BATCH_SIZE)
+        if stop < 0:  # no LF in reach: one long line (or the last one)
+            stop = blob.find(newline, start)
+            yield [blob[start : end if stop < 0 else stop]]
+        else:
+            yield blob[start:stop].split(newline)
+        start = end if stop < 0 else stop + 1
+
+
 class _Numbered:
     """``(line number, line)`` of the lines that hold more than JSON whitespace.
 

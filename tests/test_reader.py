@@ -418,3 +418,40 @@ def test_an_unknown_format_name_and_an_unreadable_path_are_clear_errors(tmp_path
         sf.read_recordings(b"", "xml")
     with pytest.raises(FileNotFoundError):
         sf.open_recordings(tmp_path / "missing.jsonl")
+
+
+# -- the lines of a blob in memory, a batch at a time (validate_jsonl) ----------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab \r\n\ufeff", max_size=60), st.integers(1, 12), st.booleans())
+def test_line_batches_are_the_lines_of_the_blob(text: str, size: int, as_bytes: bool) -> None:
+    """Every batch size gives the lines of one split at LF: the BOM at the start dropped, no empty last line."""
+    from streamfsm import _recordings
+
+    blob: Any = text.encode() if as_bytes else text
+    bom: Any = sf._recordings._BOM if as_bytes else "\ufeff"
+    body = blob[len(bom) :] if blob.startswith(bom) else blob
+    expected = body.split(b"\n" if as_bytes else "\n") if body else []
+    if expected and not expected[-1]:
+        expected.pop()
+    original = _recordings._BATCH_SIZE
+    _recordings._BATCH_SIZE = size
+    try:
+        batches = list(_recordings.line_batches(blob))
+    finally:
+        _recordings._BATCH_SIZE = original
+    assert [line for batch in batches for line in batch] == expected
+    assert all(batches)
+
+
+@pytest.mark.parametrize("blank", [b"", b"  ", b"\r"])
+def test_validate_jsonl_of_a_blob_skips_blank_lines_and_refuses_a_broken_one(blank: bytes) -> None:
+    lines = [orjson.dumps(c) for c in SEED_CHUNKS]
+    blob = b"\n".join([lines[0], blank, *lines[1:]])
+    assert list(sf.validate_jsonl(blob)) == SEED_CHUNKS
+    broken = b"\n".join([*lines[:2], b"{not json", *lines[2:]])
+    seen: list[Any] = []
+    with pytest.raises(sf.LlmError) as info:
+        seen.extend(sf.validate_jsonl(broken))
+    assert (info.value.code, info.value.chunk_index, seen) == (sf.ErrorCode.INVALID_CHUNK, 2, SEED_CHUNKS[:2])

@@ -22,7 +22,7 @@ import orjson
 
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
-from ._machine import StreamAssembler
+from ._machine import StreamAssembler, checker
 from ._models import StreamResult
 from ._recordings import iter_lines, line_batches
 
@@ -111,7 +111,7 @@ def validate(
     iterator is closed on error and when the consumer stops early. What the upstream iterator raises
     becomes an :class:`LlmError` as in :func:`avalidate`.
     """
-    asm = StreamAssembler(policy, limits, results=False)
+    asm = checker(policy, limits)
     feed = asm.feed
     iterator = iter(chunks)
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
@@ -156,7 +156,7 @@ async def avalidate(
     is created), by one timer a stream that is re-armed only when it runs out; ``None`` (the default)
     waits for ever and adds nothing per chunk. It needs an asyncio event loop.
     """
-    asm = StreamAssembler(policy, limits, results=False)
+    asm = checker(policy, limits)
     feed = asm.feed
     iterator = aiter(chunks)
     idle = None if timeout is None else _Idle(timeout, asm)
@@ -221,7 +221,7 @@ def _validated_batches(
     source: bytes | bytearray | memoryview | str, policy: Policy | str, limits: Limits | None
 ) -> Iterator[list[dict[str, Any]]]:
     """:func:`validate_jsonl` of a source in memory: the accepted chunks, a batch's worth at a time."""
-    asm = StreamAssembler(policy, limits, results=False)
+    asm = checker(policy, limits)
     for batch in line_batches(source if isinstance(source, (bytes, str)) else bytes(source)):
         try:
             chunks = list(map(orjson.loads, batch))
@@ -249,7 +249,7 @@ def _validated_batches(
 
 def _validated_lines(source: JsonLines, policy: Policy | str, limits: Limits | None) -> Iterator[dict[str, Any]]:
     """:func:`validate_jsonl` of a source read as it comes: each chunk as soon as its line is accepted."""
-    asm = StreamAssembler(policy, limits, results=False)
+    asm = checker(policy, limits)
     for line in iter_lines(source):
         chunk = asm.feed_line(line)
         if chunk is not None:

@@ -21,7 +21,7 @@ import orjson
 
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
-from ._machine import StreamAssembler
+from ._machine import StreamAssembler, checker
 from ._models import StreamResult
 from ._recordings import (
     FORMATS,
@@ -242,7 +242,7 @@ def check_recording(
     """
     policy = Policy(policy)
     stream = recording if isinstance(recording, RecordedChunks) else _replayed(recording)
-    asm = StreamAssembler(policy, results=results)
+    asm = StreamAssembler(policy) if results else checker(policy)
     at: tuple[Any, int | None, str | None] | None = None  # the offending chunk, its line and member
     noted: list[tuple[int | None, str | None]] = []  # the line and member of the chunk each note was made at
     result = None

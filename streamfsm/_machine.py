@@ -772,14 +772,14 @@ class StreamAssembler:
                 calls.append((str(done.id), done.name))
             else:
                 blocks.append(done["type"] if isinstance(done, dict) else done.type)
-        return StreamSummary(
-            chunks=self._count,
-            blocks=tuple(blocks),
-            tool_calls=tuple(calls),
-            usage=self._usage,
-            finish=self._finish,
-            interrupted=tuple(b.block_type() for b in self._open_blocks()),
-            kept=tuple(item.type for item in kept_blocks(self._replay)),
+        return StreamSummary(  # its fields in order (keywords would cost a dict of them a stream)
+            self._count,
+            tuple(blocks),
+            tuple(calls),
+            self._usage,
+            self._finish,
+            tuple(b.block_type() for b in self._open_blocks()) if self._open else (),
+            tuple(item.type for item in kept_blocks(self._replay)) if self._replay is not None else (),
         )
 
     def _end(self) -> None:
@@ -1485,6 +1485,12 @@ class _Note:
 def _json_size(value: object) -> int:
     """The UTF-8 size of ``value`` as compact JSON (a block kept as it came is bounded like any other)."""
     return _shape.json_size(value)
+
+
+def checker(policy: Policy | str = Policy.STRICT, limits: Limits | None = None) -> StreamAssembler:
+    """``StreamAssembler(policy, limits, results=False)``, made by a native call: the way the package's checks
+    start a stream (a keyword argument to a compiled class costs a parse of its name, a stream)."""
+    return StreamAssembler(policy, limits, results=False)
 
 
 _STRICT: Final = Policy.STRICT

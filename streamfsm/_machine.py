@@ -1367,7 +1367,7 @@ class StreamAssembler:
             notes = self._notes = {}
         note = notes.get(code)
         if note is None:
-            notes[code] = _Note(LlmError(message, code, chunk_index=n))
+            notes[code] = _Note(code, message, n)
         else:
             note.count += 1
 
@@ -1473,13 +1473,25 @@ class StreamAssembler:
 
 
 class _Note:
-    """One entry of :attr:`StreamAssembler.notes`: the first error STRICT would have raised, and how often."""
+    """One entry of :attr:`StreamAssembler.notes`: the first error STRICT would have raised, and how often.
 
-    __slots__ = ("count", "error")
+    The error is made when it is first read: a check that never reads the notes does not pay for one.
+    """
 
-    def __init__(self, error: LlmError) -> None:
-        self.error = error
+    __slots__ = ("_error", "code", "count", "message", "position")
+
+    def __init__(self, code: ErrorCode, message: str, position: int) -> None:
+        self.code = code
+        self.message = message
+        self.position = position
         self.count = 1
+        self._error: LlmError | None = None
+
+    @property
+    def error(self) -> LlmError:
+        if self._error is None:
+            self._error = LlmError(self.message, self.code, chunk_index=self.position)
+        return self._error
 
 
 def _json_size(value: object) -> int:

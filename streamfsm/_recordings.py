@@ -340,21 +340,22 @@ def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[Any]:
         yield from handle
         return
     size = min(_BLOCK_BYTES, limit)  # a line within one block is within the bound
-    start: list[bytes] = []  # the start of a line whose end has not come yet
+    # The start of a line whose end has not come yet, gathered in one growing buffer: its getvalue() is the
+    # line itself (no copy), so a long line is held once, not as pieces and then again joined.
+    start: io.BytesIO | None = None
     held = number = 0  # its length; the lines ended so far
     while block := read(size):
-        if start:  # a line began in an earlier block: it ends in this one, or goes on
+        if start is not None:  # a line began in an earlier block: it ends in this one, or goes on
             first = block.find(b"\n")
             if held + (first + 1 if first >= 0 else len(block)) > limit:
                 raise _too_long(number + 1, limit)
             if first < 0:
-                start.append(block)
+                start.write(block)
                 held += len(block)
                 continue
-            # The line joined once (its pieces go at once): a long line is held about twice, never more.
-            start.append(block[: first + 1])
-            line = b"".join(start)
-            start, held = [], 0
+            start.write(memoryview(block)[: first + 1])
+            line = start.getvalue()
+            start, held = None, 0
             number += 1
             yield line
             del line
@@ -362,14 +363,21 @@ def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[Any]:
         end = block.rfind(b"\n")
         if end < 0:
             if block:
-                start, held = [block], len(block)
+                start, held = _buffer(block), len(block)
             continue
         if end + 1 < len(block):
-            start, held = [block[end + 1 :]], len(block) - end - 1
+            start, held = _buffer(memoryview(block)[end + 1 :]), len(block) - end - 1
         number += block.count(b"\n", 0, end + 1)
         yield from io.BytesIO(block[: end + 1] if end + 1 < len(block) else block)
-    if start:
-        yield b"".join(start)
+    if start is not None:
+        yield start.getvalue()
+
+
+def _buffer(piece: bytes | memoryview) -> io.BytesIO:
+    """A buffer that starts with ``piece``, written at its end (``BytesIO(piece)`` would write over it)."""
+    buffer = io.BytesIO()
+    buffer.write(piece)
+    return buffer
 
 
 def _too_long(number: int, limit: int) -> LineTooLong:

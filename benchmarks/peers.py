@@ -265,7 +265,7 @@ def streamfsm_content(result: sf.StreamResult) -> Content:
             text.append(b.text)
         elif isinstance(b, sf.ReasoningBlock):
             reasoning.append(b.text)
-        else:
+        elif isinstance(b, sf.ToolCallBlock):
             calls.append((b.id, b.name, b.arguments))
     return Content("".join(text), "".join(reasoning), tuple(calls))
 

@@ -661,7 +661,8 @@ def memory_table(result: CorpusResult) -> str:
         over = m.proc.rss - m.constant.rss
         rows.append([m.title, _mib(m.size), f"{m.streams:,}", _bytes(m.largest), _mib(m.proc.rss),
                      _mib(m.constant.rss) + ("" if m.constant.status == 0 else " ✗"), _mib(over),
-                     f"{max(over, 0) / m.largest:.2f}×", _bytes(max(over, 0) / m.streams), "✓" if m.check is None else f"✗ {m.check}"])
+                     f"{max(over, 0) / m.largest:.2f}×", _bytes(max(over, 0) / m.streams),
+                     "✓" if m.check is None else f"✗ {m.check}"])
     return md_table(["file (`streamfsm check -q -j 1`)", "size", "streams", "largest stream", "peak RSS",
                      "constant (a tiny file of the kind)", "peak − constant", "÷ largest stream", "÷ streams",
                      "check"], rows)

@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ be
         parse_flat,
         validate_flat,
     )
+    from ._lines import iter_lines
     from ._machine import StreamAssembler, diagram
     from ._models import (
         Block,
@@ -101,7 +102,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ be
         RecordingSource,
         UnknownFormat,
         detect_format,
-        iter_lines,
         open_recordings,
         read_recordings,
         read_session,
@@ -210,13 +210,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "from_openai_chunks",
         "from_openai_responses_events",
     ),
+    "_lines": ("iter_lines",),
     "_recordings": (
         "FORMATS",
         "RecordedStream",
         "RecordingSource",
         "UnknownFormat",
         "detect_format",
-        "iter_lines",
         "open_recordings",
         "read_recordings",
         "read_session",

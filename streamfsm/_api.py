@@ -22,9 +22,9 @@ import orjson
 
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
+from ._lines import iter_lines, line_batches
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
-from ._recordings import iter_lines, line_batches
 
 __all__ = [
     "aassemble",

@@ -9,7 +9,6 @@ one stream at a time. The converters' own errors (``MALFORMED_RESPONSE``, ``STRE
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import io
 import os
@@ -21,16 +20,15 @@ import orjson
 
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
+from ._lines import BLANK, BOM, LineTooLong, bounded_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
 from ._recordings import (
     FORMATS,
-    LineTooLong,
     RecordedChunks,
     RecordedStream,
     RecordingSource,
     UnknownFormat,
-    bounded_lines,
     scan_recordings,
 )
 from ._shape import InvalidLine
@@ -54,7 +52,6 @@ __all__ = [
 #: How much of a chunk a JSON report carries.
 CHUNK_TEXT_MAX: Final = 200
 #: JSON whitespace: a line of it only carries nothing.
-_BLANK: Final = b" \t\r\n"
 
 #: Characters that are never shown as they are: C0 controls, DEL and C1 controls (a recording or a model
 #: must not move the cursor, retitle or clear the terminal its text is shown on); the bidirectional
@@ -446,7 +443,7 @@ class _FirstLine:
 
     def __iter__(self) -> Iterator[bytes]:
         for number, line in enumerate(self._lines, start=1):
-            content = (line.removeprefix(codecs.BOM_UTF8) if number == 1 else line).strip(_BLANK)
+            content = (line.removeprefix(BOM) if number == 1 else line).strip(BLANK)
             if content:
                 self.number, self.text = number, content[: CHUNK_TEXT_MAX * 4].decode("utf-8", "backslashreplace")
                 try:

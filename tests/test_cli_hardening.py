@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from streamfsm import _cli
 from streamfsm._check import UNSAFE, printable
-from streamfsm._recordings import MAX_LINE_BYTES, LineTooLong, bounded_lines
+from streamfsm._lines import MAX_LINE_BYTES, LineTooLong, bounded_lines
 
 from .conftest import SEED_CHUNKS, SESSIONS
 from .sse_server import SSE, SSEServer, openai_events

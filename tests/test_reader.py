@@ -427,20 +427,20 @@ def test_an_unknown_format_name_and_an_unreadable_path_are_clear_errors(tmp_path
 @given(st.text(alphabet="ab \r\n\ufeff", max_size=60), st.integers(1, 12), st.booleans())
 def test_line_batches_are_the_lines_of_the_blob(text: str, size: int, as_bytes: bool) -> None:
     """Every batch size gives the lines of one split at LF: the BOM at the start dropped, no empty last line."""
-    from streamfsm import _recordings
+    from streamfsm import _lines
 
     blob: Any = text.encode() if as_bytes else text
-    bom: Any = sf._recordings._BOM if as_bytes else "\ufeff"
+    bom: Any = _lines.BOM if as_bytes else "\ufeff"
     body = blob[len(bom) :] if blob.startswith(bom) else blob
     expected = body.split(b"\n" if as_bytes else "\n") if body else []
     if expected and not expected[-1]:
         expected.pop()
-    original = _recordings._BATCH_SIZE
-    _recordings._BATCH_SIZE = size
+    original = _lines._BATCH_SIZE
+    _lines._BATCH_SIZE = size
     try:
-        batches = list(_recordings.line_batches(blob))
+        batches = list(_lines.line_batches(blob))
     finally:
-        _recordings._BATCH_SIZE = original
+        _lines._BATCH_SIZE = original
     assert [line for batch in batches for line in batch] == expected
     assert all(batches)
 

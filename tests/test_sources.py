@@ -521,7 +521,7 @@ def test_opening_a_local_file_is_open_as_before(tmp_path: Path) -> None:
 PEAK = """
 import subprocess
 import sys
-from streamfsm._recordings import bounded_lines
+from streamfsm._lines import bounded_lines
 from streamfsm._sources import open_binary
 with open_binary(sys.argv[1]) as handle:
     lines = sum(1 for _ in bounded_lines(handle))

@@ -1,0 +1,177 @@
+"""Lines: the one rule by which every reader of the package splits a source into lines, and the bound on a line.
+
+- **Line ends.** JSON lines and session logs are split at LF; a CR before it is JSON whitespace.
+- **Blank lines** (:data:`BLANK` only) carry no chunk; the readers skip them.
+- **Byte order mark.** A UTF-8 BOM at the very start of a source (``EF BB BF``, or U+FEFF in text) is
+  skipped; anywhere else it is content.
+- **The bound.** No line is held past :data:`MAX_LINE_BYTES`: a device or a file with no line ends is refused
+  (:class:`LineTooLong`), never read until memory runs out.
+
+Files are read a block at a time and split in C (:func:`bounded_lines`); a blob in memory a slice at a time
+(:func:`line_batches`); :func:`iter_lines` gives the lines of any JSON-lines source for the machine.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
+
+__all__ = [
+    "BLANK",
+    "BOM",
+    "MAX_LINE_BYTES",
+    "LineTooLong",
+    "bounded_lines",
+    "iter_lines",
+    "line_batches",
+    "without_bom",
+]
+
+#: JSON whitespace: a line of these only is blank.
+BLANK: Final = b" \t\r\n"
+#: The UTF-8 byte order mark.
+BOM: Final = codecs.BOM_UTF8
+
+
+#: The longest line a recording may hold, its LF included: twice ``Limits().max_block_bytes`` (64 MiB), room
+#: for the ``block-end`` of a block at the default limit with its text JSON-escaped. Counted in bytes
+#: (characters for a text file object).
+MAX_LINE_BYTES: Final = 128 * 1024 * 1024
+#: How much of a binary file is asked for at a time (``read1``: what is there, as it comes).
+_BLOCK_BYTES: Final = 64 * 1024
+
+
+class LineTooLong(ValueError):
+    """A line of a recording longer than :data:`MAX_LINE_BYTES` (``/dev/zero``, or a file with no line ends)."""
+
+
+def bounded_lines(handle: Any, limit: int = MAX_LINE_BYTES) -> Iterator[Any]:
+    """The lines of a file object, as iterating it gives them, holding at most ``limit`` for one line.
+
+    A longer line raises :class:`LineTooLong` (its 1-based number and the bound in the message) before more
+    is read. A binary file is read a block at a time (``read1``, else ``read``) and the complete lines of each
+    block are split in C, as iterating the file would (as fast, where ``readline(limit)`` a line at a time
+    costs about 3x as much); a text file, whose newline mode says where its lines end, with
+    ``readline(limit + 1)``. An object with neither is iterated as it is (an iterable of lines).
+    """
+    if isinstance(handle, io.TextIOBase) or isinstance(getattr(handle, "encoding", None), str):
+        number = 0
+        while line := handle.readline(limit + 1):
+            number += 1
+            if len(line) > limit:
+                raise _too_long(number, limit)
+            yield line
+        return
+    read = getattr(handle, "read1", None) or getattr(handle, "read", None)
+    if read is None:
+        yield from handle
+        return
+    size = min(_BLOCK_BYTES, limit)  # a line within one block is within the bound
+    # The start of a line whose end has not come yet, gathered in one growing buffer: its getvalue() is the
+    # line itself (no copy), so a long line is held once, not as pieces and then again joined.
+    start: io.BytesIO | None = None
+    held = number = 0  # its length; the lines ended so far
+    while block := read(size):
+        if start is not None:  # a line began in an earlier block: it ends in this one, or goes on
+            first = block.find(b"\n")
+            if held + (first + 1 if first >= 0 else len(block)) > limit:
+                raise _too_long(number + 1, limit)
+            if first < 0:
+                start.write(block)
+                held += len(block)
+                continue
+            start.write(memoryview(block)[: first + 1])
+            line = start.getvalue()
+            start, held = None, 0
+            number += 1
+            yield line
+            del line
+            block = block[first + 1 :]
+        end = block.rfind(b"\n")
+        if end < 0:
+            if block:
+                start, held = _buffer(block), len(block)
+            continue
+        if end + 1 < len(block):
+            start, held = _buffer(memoryview(block)[end + 1 :]), len(block) - end - 1
+        number += block.count(b"\n", 0, end + 1)
+        yield from io.BytesIO(block[: end + 1] if end + 1 < len(block) else block)
+    if start is not None:
+        yield start.getvalue()
+
+
+def _buffer(piece: bytes | memoryview) -> io.BytesIO:
+    """A buffer that starts with ``piece``, written at its end (``BytesIO(piece)`` would write over it)."""
+    buffer = io.BytesIO()
+    buffer.write(piece)
+    return buffer
+
+
+def _too_long(number: int, limit: int) -> LineTooLong:
+    bound = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
+    return LineTooLong(f"line {number} is longer than {bound} (a line with no end?)")
+
+
+def without_bom(lines: Iterable[Any], bom: Any = BOM) -> Iterator[Any]:
+    """``lines`` with the byte order mark removed from the start of the first (bytes, or ``"\ufeff"`` for text)."""
+    iterator = iter(lines)
+    first = next(iterator, None)
+    if first is None:
+        return
+    yield first[len(bom) :] if first.startswith(bom) else first
+    yield from iterator
+
+
+def _without_any_bom(lines: Iterator[Any]) -> Iterator[Any]:
+    """An iterable of lines, bytes or str, with the byte order mark removed from the start of the first."""
+    first = next(lines, None)
+    if first is None:
+        return
+    bom = "\ufeff" if isinstance(first, str) else BOM
+    if isinstance(first, (bytes, bytearray, str)) and first.startswith(bom):  # type: ignore[arg-type]
+        first = first[len(bom) :]
+    yield first
+    yield from lines
+
+
+def iter_lines(source: object) -> Iterator[bytes | str]:
+    """The lines of a JSON-lines ``source`` for the machine: a bytes or str blob, a file, or an iterable of lines.
+
+    Here a ``str`` is the text itself (``sf.assemble_jsonl`` takes content), split at LF only:
+    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends. The BOM rule holds for
+    every source: blobs, files, and the first of an iterable of lines.
+    """
+    if isinstance(source, str):
+        return without_bom(source.split("\n"), "\ufeff")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return without_bom(io.BytesIO(bytes(source)))
+    if isinstance(source, (io.IOBase, io.TextIOBase)):
+        return without_bom(source, "\ufeff" if isinstance(source, io.TextIOBase) else BOM)
+    return _without_any_bom(iter(source))  # type: ignore[call-overload]
+
+
+#: About how many bytes (or characters) of a blob :func:`line_batches` splits at a time.
+_BATCH_SIZE: Final = 1 << 18
+
+
+def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
+    """The lines of a JSON-lines blob in memory, split at LF, in lists of about :data:`_BATCH_SIZE` of it.
+
+    Each list is one ``split`` in C of a slice of the blob: never the whole blob at once (a copy of at most a
+    batch, or of one line longer than it). The BOM rule of :func:`iter_lines` holds; a line keeps no LF, a
+    blank line is an empty (or whitespace) string, and a last line without an LF is a line.
+    """
+    newline: Any = "\n" if isinstance(blob, str) else b"\n"
+    bom: Any = "\ufeff" if isinstance(blob, str) else BOM
+    start = len(bom) if blob.startswith(bom) else 0
+    end = len(blob)
+    while start < end:
+        stop = blob.rfind(newline, start, start + _BATCH_SIZE)
+        if stop < 0:  # no LF in reach: one long line (or the last one)
+            stop = blob.find(newline, start)
+            yield [blob[start : end if stop < 0 else stop]]
+        else:
+            yield blob[start:stop].split(newline)
+        start = end if stop < 0 else stop + 1

@@ -394,6 +394,13 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         E.LIMIT_EXCEEDED, 6,
         'limit exceeded: the stream would hold 51 bytes, more than 50 (state IN_BLOCK)',
     ),
+    # Block 0's second delta takes the hot path (not yet counted): a delta to block 1 counts it first.
+    "a stream past its bytes, at a delta to another block while one is hot": (
+        H, L(max_stream_bytes=100),
+        [start(0, "text"), start(1, "text"), *[text_delta(0, "a" * 10)] * 2, text_delta(1, "b" * 81)],
+        E.LIMIT_EXCEEDED, 4,
+        'limit exceeded: the stream would hold 101 bytes, more than 100 (state IN_BLOCK)',
+    ),
     # Block 1 is hot with room for 200 bytes; block 0 ends with 180 of them: block 1 stays hot with room for 10.
     "a stream past its bytes, at the deltas of a block still hot after another ended": (
         H, L(max_stream_bytes=200),

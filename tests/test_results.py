@@ -364,3 +364,50 @@ def test_a_summary_ends_the_input_as_close_does() -> None:
     with pytest.raises(sf.LlmError) as info:
         bare.summary()
     assert info.value.code == sf.ErrorCode.STREAM_TRUNCATED
+
+
+#: (policy, a stream, what its summary says: blocks, interrupted, kept)
+SUMMARIES: dict[str, tuple[str, list[dict[str, Any]], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]] = {
+    "a block of an unknown type between two text blocks": (
+        "harness",
+        [*text_block(0, "a"), start(1, "video"), end_block(1, {"type": "video", "id": "v"}), *text_block(2, "b"),
+         usage(), finish("stop")],
+        (("text", "video", "text"), (), ()),
+    ),
+    "a block left open while a later one ends, then cut off": (
+        "harness",
+        [start(0, "reasoning"), reasoning_delta(0, "hm"), *text_block(1, "a"), usage(), finish("max-tokens")],
+        (("text",), ("reasoning",), ()),
+    ),
+    "kept items in the replay state": (
+        "strict",
+        [*text_block(0, "a"), usage(),
+         finish("stop", replayState={"kept": [{"type": "reasoning-item", "at": 0, "data": {}}, "not an item"]})],
+        (("text",), (), ("reasoning-item",)),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("policy", "chunks", "said"), SUMMARIES.values(), ids=SUMMARIES.keys())
+@pytest.mark.parametrize("results", [True, False])
+def test_the_summary_of_a_stream(policy: str, chunks: list[dict[str, Any]], said: Any, results: bool) -> None:
+    """With results or without, a summary names every completed block (an unknown type's too, by its type), the
+    blocks a cut-off finish left open, and the replay state's kept items."""
+    asm = sf.StreamAssembler(policy, results=results)
+    asm.feed_many(chunks)
+    summary = asm.summary()
+    assert (summary.blocks, summary.interrupted, summary.kept) == said
+    assert summary.chunks == len(chunks)
+
+
+def test_the_checks_start_a_stream_without_results() -> None:
+    """``_machine.checker`` (what validate, validate_jsonl and check start a stream with) keeps no results."""
+    from streamfsm._machine import checker
+
+    asm = checker("harness", sf.Limits(max_chunks=10))
+    asm.feed_many(SEED_CHUNKS)
+    assert asm.policy is sf.Policy.HARNESS and asm.summary().chunks == len(SEED_CHUNKS)
+    with pytest.raises(ValueError, match="keeps no results"):
+        asm.close()
+    with pytest.raises(sf.LlmError, match="more than 2 chunks"):
+        checker("strict", sf.Limits(max_chunks=2)).feed_many(SEED_CHUNKS)

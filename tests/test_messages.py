@@ -601,3 +601,19 @@ def test_the_message_of_a_line_that_is_not_json(line: bytes | str, quoted: str) 
         assert message.startswith("invalid chunk: line is not JSON (") and message.endswith(
             f"): {quoted} (state READY)"
         )
+
+
+@pytest.mark.parametrize("results", [True, False])
+def test_the_message_of_a_stream_cut_before_its_finish(results: bool) -> None:
+    """``close()`` and ``summary()``: STREAM_TRUNCATED at the position after the last chunk, naming open blocks."""
+    for chunks, message in [
+        ([start(0, "text"), text_delta(0, "a")],
+         "the input ended after 2 chunk(s) without a finish (state IN_BLOCK; block 0 (text) still open)"),
+        ([], "the input ended after 0 chunk(s) without a finish (state READY)"),
+    ]:  # fmt: skip
+        asm = sf.StreamAssembler(S, results=results)
+        asm.feed_many(chunks)
+        with pytest.raises(sf.LlmError) as info:
+            asm.close() if results else asm.summary()
+        err = info.value
+        assert (err.code, err.chunk_index, err.message) == (E.STREAM_TRUNCATED, len(chunks), message)

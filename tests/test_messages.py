@@ -401,6 +401,13 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         E.LIMIT_EXCEEDED, 4,
         'limit exceeded: the stream would hold 101 bytes, more than 100 (state IN_BLOCK)',
     ),
+    # Block 1's two deltas took the hot path (not yet counted): block 0's end counts them before its own bytes.
+    "a stream past its bytes, at a block-end while another block's deltas are not yet counted": (
+        H, L(max_stream_bytes=200),
+        [start(0, "text"), start(1, "text"), *[text_delta(1, "b" * 10)] * 2, end_text(0, "c" * 181)],
+        E.LIMIT_EXCEEDED, 4,
+        'limit exceeded: the stream would hold 201 bytes, more than 200 (state IN_BLOCK)',
+    ),
     # Block 1 is hot with room for 200 bytes; block 0 ends with 180 of them: block 1 stays hot with room for 10.
     "a stream past its bytes, at the deltas of a block still hot after another ended": (
         H, L(max_stream_bytes=200),

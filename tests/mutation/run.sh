@@ -7,7 +7,8 @@
 # with STREAMFSM_PURE=1 (no compiled .so: mutmut mutates the .py) into WORKDIR/.venv with mutmut, appends
 # tests/mutation/mutmut.toml to the clone's pyproject.toml and runs `mutmut run`. Then, in WORKDIR:
 # `.venv/bin/mutmut results` lists the survivors, `.venv/bin/mutmut show NAME` shows one, and
-# `.venv/bin/mutmut run NAME...` runs some again. About 23–26 minutes on 2 cores.
+# `.venv/bin/mutmut run NAME...` runs some again. About two and a half hours on 2 cores from scratch; run again
+# in the same WORKDIR (after `git pull` there), mutmut 3 runs only the mutants of functions that changed.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 work="${1:-/tmp/streamfsm-mutation}"

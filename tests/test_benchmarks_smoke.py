@@ -77,7 +77,7 @@ def test_the_corpus_section_runs(smoke: tuple[subprocess.CompletedProcess[str], 
         assert row in out, row
     assert "local disk against `memory://`" in out
     assert "Peak memory of `streamfsm check` against the largest stream" in out
-    assert "tiny file (the constant)" in out
+    assert "constant (a tiny file of the kind)" in out
     assert "peak memory of check vs the largest stream" in out and "-j auto not slower than -j 1" in out
     assert "Corpus checks: every `streamfsm check` run found" in out
     report = (out_dir / "RESULTS.md").read_text(encoding="utf-8")

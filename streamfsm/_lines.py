@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import io
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any, Final
 
 __all__ = [
@@ -140,13 +141,14 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     """The lines of a JSON-lines ``source`` for the machine: a bytes or str blob, a file, or an iterable of lines.
 
     Here a ``str`` is the text itself (``sf.assemble_jsonl`` takes content), split at LF only:
-    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends. The BOM rule holds for
-    every source: blobs, files, and the first of an iterable of lines.
+    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends; a blob is split a slice at a
+    time (:func:`line_batches`). The BOM rule holds for every source: blobs, files, and the first of an
+    iterable of lines.
     """
-    if isinstance(source, str):
-        return without_bom(source.split("\n"), "\ufeff")
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return without_bom(io.BytesIO(bytes(source)))
+    if isinstance(source, (bytes, str)):
+        return chain.from_iterable(line_batches(source))
+    if isinstance(source, (bytearray, memoryview)):
+        return chain.from_iterable(line_batches(bytes(source)))
     if isinstance(source, (io.IOBase, io.TextIOBase)):
         return without_bom(source, "\ufeff" if isinstance(source, io.TextIOBase) else BOM)
     return _without_any_bom(iter(source))  # type: ignore[call-overload]

@@ -11,13 +11,11 @@ line as they come, never copied to a temporary file.
 One rule for every format and entry point (``read_recordings``, ``read_session``, ``assemble_jsonl``,
 ``validate_jsonl``, ``streamfsm check`` and ``assemble``):
 
-- **Line ends.** JSON lines and session logs are split at LF; a CR before it is JSON whitespace. An SSE
-  body is split at CR, LF or CRLF, as the SSE specification says. (A text file object opened with
-  universal newlines has already turned CR into a line end: that is the file object's choice.)
-- **Blank lines.** A line of JSON whitespace only (space, tab, CR, LF) is skipped: it carries no chunk and
-  takes no position in the stream, though it counts for line numbers (1-based).
-- **Byte order mark.** A UTF-8 BOM at the very start of a source (``EF BB BF``, or U+FEFF in text) is
-  skipped; anywhere else it is content.
+- **Lines** are the one rule of ``_lines.py``: JSON lines and session logs split at LF (a CR before it is JSON
+  whitespace), blank lines skipped (they count for line numbers, 1-based, and take no position in the
+  stream), a BOM at the very start skipped. An SSE body is split at CR, LF or CRLF, as the SSE specification
+  says. (A text file object opened with universal newlines has already turned CR into a line end: that is the
+  file object's choice.)
 
 Formats (:data:`FORMATS`): ``jsonl`` (one chunk a line), ``harness-session`` (a DeepSeek Harness session
 log, SPEC §6: ``assistant/chunk`` event lines and packed ``*-chunks`` storage rows, one stream per

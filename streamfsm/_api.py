@@ -18,8 +18,6 @@ from collections.abc import (
 from itertools import chain
 from typing import IO, Any, TypeVar
 
-import orjson
-
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._lines import iter_lines, line_batches
@@ -129,7 +127,7 @@ def validate(
             raise
         raise _upstream_error(exc, asm) from exc
     close_upstream(iterator)
-    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
+    asm.end()  # STREAM_TRUNCATED before a finish
 
 
 async def avalidate(
@@ -176,7 +174,7 @@ async def avalidate(
         if idle is not None:
             idle.stop()
     await aclose_upstream(iterator)
-    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
+    asm.end()  # STREAM_TRUNCATED before a finish
 
 
 def assemble_jsonl(
@@ -223,28 +221,14 @@ def _validated_batches(
     """:func:`validate_jsonl` of a source in memory: the accepted chunks, a batch's worth at a time."""
     asm = checker(policy, limits)
     for batch in line_batches(source if isinstance(source, (bytes, str)) else bytes(source)):
+        accepted: list[dict[str, Any]] = []
         try:
-            chunks = list(map(orjson.loads, batch))
-        except orjson.JSONDecodeError:  # a blank or broken line: this batch line by line
-            kept = []
-            try:
-                for line in batch:
-                    chunk = asm.feed_line(line)
-                    if chunk is not None:
-                        kept.append(chunk)
-            except LlmError:
-                yield kept
-                raise
-            yield kept
-            continue
-        fed = asm.chunk_count
-        try:
-            asm.feed_many(chunks)
-        except LlmError as err:
-            yield chunks[: (err.chunk_index or fed) - fed]
+            asm.feed_lines(batch, accepted)
+        except LlmError:
+            yield accepted  # the chunks before the refused one, then its error
             raise
-        yield chunks
-    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
+        yield accepted
+    asm.end()  # STREAM_TRUNCATED before a finish
 
 
 def _validated_lines(source: JsonLines, policy: Policy | str, limits: Limits | None) -> Iterator[dict[str, Any]]:
@@ -254,7 +238,7 @@ def _validated_lines(source: JsonLines, policy: Policy | str, limits: Limits | N
         chunk = asm.feed_line(line)
         if chunk is not None:
             yield chunk
-    asm.summary()  # the end of input: STREAM_TRUNCATED before a finish
+    asm.end()  # STREAM_TRUNCATED before a finish
 
 
 def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:

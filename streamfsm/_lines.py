@@ -162,13 +162,20 @@ def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
     """The lines of a JSON-lines blob in memory, split at LF, in lists of about :data:`_BATCH_SIZE` of it.
 
     Each list is one ``split`` in C of a slice of the blob: never the whole blob at once (a copy of at most a
-    batch, or of one line longer than it). The BOM rule of :func:`iter_lines` holds; a line keeps no LF, a
-    blank line is an empty (or whitespace) string, and a last line without an LF is a line.
+    batch, or of one line longer than it), except a blob of one batch or less, split with no copy. The BOM
+    rule of :func:`iter_lines` holds; a line keeps no LF, a blank line is an empty (or whitespace) string,
+    and a last line without an LF is a line.
     """
     newline: Any = "\n" if isinstance(blob, str) else b"\n"
     bom: Any = "\ufeff" if isinstance(blob, str) else BOM
     start = len(bom) if blob.startswith(bom) else 0
     end = len(blob)
+    if 0 < end - start <= _BATCH_SIZE:  # a stream's worth, usually: the blob itself is split
+        lines = (blob[start:] if start else blob).split(newline)
+        if not lines[-1]:
+            lines.pop()  # the LF that ends the last line starts no line after it
+        yield lines
+        return
     while start < end:
         stop = blob.rfind(newline, start, start + _BATCH_SIZE)
         if stop < 0:  # no LF in reach: one long line (or the last one)

@@ -55,7 +55,6 @@ per-chunk cost; it is also plain Python, and runs as such with ``STREAMFSM_PURE=
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from itertools import islice
 from types import SimpleNamespace
 from typing import Any, Final, NoReturn, TypeVar, cast
 
@@ -317,6 +316,20 @@ def construct(cls: type[M], values: dict[str, Any]) -> M:
     return obj  # type: ignore[no-any-return]
 
 
+def _usage(inputs: Any, outputs: Any, cache_read: Any, cache_write: Any, reasoning: Any) -> Usage:
+    """The :class:`Usage` of a usage chunk's checked counts (ints; None for one not given), passed as they are."""
+    return construct(
+        Usage,
+        {
+            "input_tokens": inputs,
+            "output_tokens": outputs,
+            "cache_read_tokens": cache_read,
+            "cache_write_tokens": cache_write,
+            "reasoning_tokens": reasoning,
+        },
+    )
+
+
 def _tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> ToolCallBlock:
     """The completed tool call, with the arguments the machine parsed to check them.
 
@@ -333,8 +346,28 @@ _KIND_OF: Final = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-c
 
 
 _NO_ID: Final = object()
-#: Lines parsed per run of :meth:`StreamAssembler.feed_lines`.
-_LINE_BATCH: Final = 4096
+
+
+class _Keys:
+    """The key objects the hot path (``StreamAssembler._take``) looks a delta's fields up with.
+
+    A dict lookup finds its key by hash, then by identity, and only then by comparing characters. The
+    package's own string constants are interned, as the keys of dicts written in Python source are; but
+    orjson makes its own key objects (one per distinct key, kept in its key cache), so with those constants
+    every lookup in a parsed chunk compares characters. An assembler fed JSON lines looks up with orjson's
+    objects instead (:data:`_JSON_KEYS`). Only the speed depends on it: a key that is equal and not
+    identical is found all the same.
+    """
+
+    __slots__ = ("arguments", "id", "index", "name", "text", "type")
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.type, self.index, self.text, self.arguments, self.id, self.name = keys
+
+
+_FIELDS_OF_A_DELTA: Final = ("type", "index", "text", "argumentsDelta", "id", "name")
+_LITERAL_KEYS: Final = _Keys(_FIELDS_OF_A_DELTA)
+_JSON_KEYS: Final = _Keys(orjson.loads(orjson.dumps(dict.fromkeys(_FIELDS_OF_A_DELTA, 0))))
 #: Parts (roughly) between two flushes of an open block's buffer.
 _FLUSH: Final = 4096
 
@@ -448,14 +481,16 @@ class _Open:
         return f"block {self.index} ({_printable_kind(self.block_type())})"
 
 
-def _open_block(kind: str, index: int, fast_cap: int) -> _Open:
-    """The open block of a ``blockType``: one that takes deltas, or one that takes none (direct calls)."""
+def _open_block(kind: str, index: int, fast_cap: int, keys: _Keys) -> _Open:
+    """The open block of a ``blockType``: one that takes deltas, or one that takes none (direct calls).
+
+    ``field`` is the key its deltas' text is looked up with on the hot path (see :class:`_Keys`)."""
     if kind == "text":
-        return _Open(index, fast_cap, kind, kind, "text-delta", "text", None)
+        return _Open(index, fast_cap, kind, kind, "text-delta", keys.text, None)
     if kind == "tool-call":
-        return _Open(index, fast_cap, kind, kind, "tool-call-delta", "argumentsDelta", _NO_ID)
+        return _Open(index, fast_cap, kind, kind, "tool-call-delta", keys.arguments, _NO_ID)
     if kind == "reasoning":
-        return _Open(index, fast_cap, kind, kind, "reasoning-delta", "text", None)
+        return _Open(index, fast_cap, kind, kind, "reasoning-delta", keys.text, None)
     return _Open(index, fast_cap, kind, "", "", "", None)
 
 
@@ -547,6 +582,7 @@ class StreamAssembler:
         "_hot",
         "_ids",
         "_interleave",
+        "_keys",
         "_max_blocks",
         "_max_bytes",
         "_max_chunks",
@@ -565,6 +601,7 @@ class StreamAssembler:
         "_stream_bytes",
         "_tool_calls",
         "_usage",
+        "_usage_counts",
     )
 
     def __init__(
@@ -585,6 +622,7 @@ class StreamAssembler:
         # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
         self._raw_arguments = raw_arguments or interleave
         self._results = results
+        self._keys = _LITERAL_KEYS  # feed_line and feed_lines switch to _JSON_KEYS
         self._notes: dict[str, _Note] | None = None
         self._start_mask = INTERLEAVE if interleave else 0  # the guard bits of a block-start (see RESOLVED)
         # The limits, read once as plain values (a model's attributes are slow to read; the defaults' are read
@@ -611,7 +649,10 @@ class StreamAssembler:
         self._done: list[Any] = []
         self._ids: dict[str, int] = {}
         self._tool_calls = 0
+        # The usage chunk's model; without results, its counts (input, output, cache read, cache write,
+        # reasoning; None for one not given) until a summary asks for the model (_usage_model).
         self._usage: Usage | None = None
+        self._usage_counts: tuple[Any, ...] | None = None
         self._finish: FinishReason | None = None
         self._replay: Any = None
         self._error: LlmError | None = None
@@ -685,6 +726,7 @@ class StreamAssembler:
 
         Returns the chunk that was fed; a blank line is skipped, takes no position and returns None.
         """
+        self._keys = _JSON_KEYS
         if isinstance(line, memoryview):
             line = line.tobytes()
         if _is_blank(line):
@@ -698,39 +740,36 @@ class StreamAssembler:
         self.feed(chunk)
         return chunk
 
-    def feed_lines(self, lines: Iterable[bytes | bytearray | memoryview | str]) -> None:
+    def feed_lines(
+        self, lines: Iterable[bytes | bytearray | memoryview | str], accepted: list[Any] | None = None
+    ) -> None:
         """Parse JSON lines (orjson) and feed them, as many ``feed_line`` calls would, at a lower cost.
 
-        Lines are parsed by ``map(orjson.loads, ...)`` straight into :meth:`feed_many`. A line orjson
-        refuses stops that run: if it is blank it is skipped (with the blank lines after it), otherwise it
-        is an ``INVALID_CHUNK`` at its position; then the run resumes after it. Lines are taken in batches,
-        so an endless iterable is fed as it comes, with bounded memory.
+        Each line is parsed and fed in one compiled loop. A line orjson refuses goes to :meth:`feed_line`,
+        which skips it if it is blank and otherwise rejects it (``INVALID_CHUNK`` at its position); the blank
+        lines right after a refused one are skipped by a test each, not one refusal each. ``lines`` is
+        taken as it comes: an endless iterable is fed with bounded memory.
+
+        ``accepted``: a list each accepted chunk is appended to, in order (``validate_jsonl`` hands on the
+        chunks of a batch); when a chunk is refused it holds every chunk before it.
         """
-        source = iter(lines)
-        while True:
-            batch = list(islice(source, _LINE_BATCH))
-            if not batch:
-                return
-            # One iterator over the batch: a refused line has been taken from it, so the run resumes after
-            # it with no copy of the rest (a slice per blank line made blank lines quadratic in the batch).
-            rest = iter(batch)
-            at = 0
-            while True:
-                before = self._count
-                try:
-                    self.feed_many(map(orjson.loads, rest))
-                    break
-                except orjson.JSONDecodeError:
-                    # Every line before the refused one became a chunk (a refused line stops map at once).
-                    at += self._count - before
-                    self.feed_line(batch[at])  # skips a blank line, rejects anything else
-                    at += 1
-                    # A run of blank lines is skipped here, one test a line, not one refusal a line.
-                    while at < len(batch) and _is_blank(batch[at]):
-                        next(rest)
-                        at += 1
-                    if at == len(batch):
-                        break
+        self._keys = _JSON_KEYS
+        loads = orjson.loads
+        refused = False  # the last line was refused: blank lines are tested before they are parsed
+        for line in lines:
+            if refused and _is_blank(line):
+                continue
+            try:
+                chunk = loads(line)
+            except orjson.JSONDecodeError:
+                self.feed_line(line)  # skips a blank line, rejects anything else
+                refused = True
+                continue
+            refused = False
+            if self._hot is None or not self._take(chunk):
+                self._feed_one(chunk)
+            if accepted is not None:
+                accepted.append(chunk)
 
     def close(self) -> StreamResult:
         """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""
@@ -776,11 +815,18 @@ class StreamAssembler:
             self._count,
             tuple(blocks),
             tuple(calls),
-            self._usage,
+            self._usage_model(),
             self._finish,
             tuple(b.block_type() for b in self._open_blocks()) if self._open else (),
             tuple(item.type for item in kept_blocks(self._replay)) if self._replay is not None else (),
         )
+
+    def end(self) -> None:
+        """End of input, for a check that needs no summary: ``LlmError(STREAM_TRUNCATED)`` before a finish.
+
+        What :meth:`close` and :meth:`summary` check first, with nothing built (after an error, that error again).
+        """
+        self._end()
 
     def _end(self) -> None:
         """The end of input: ``LlmError(STREAM_TRUNCATED)`` before a finish (or the error that failed the stream)."""
@@ -827,6 +873,13 @@ class StreamAssembler:
             finish=self._finish,
         )
 
+    def _usage_model(self) -> Usage | None:
+        """The :class:`Usage` of the usage chunk (None without one); without results, made when first asked for."""
+        counts = self._usage_counts
+        if self._usage is None and counts is not None:
+            self._usage = _usage(*counts)
+        return self._usage
+
     # -- the hot path: a delta for the one open block ---------------------------------------------
 
     def _take(self, chunk: object) -> bool:
@@ -841,14 +894,15 @@ class StreamAssembler:
         if hot is None or type(chunk) is not dict:
             return False
         c = cast(dict[str, Any], chunk)
-        t = c.get("type")
+        keys = self._keys
+        t = c.get(keys.type)
         if type(t) is not str:
             return False
         kind: str = t
         if kind != hot.delta_type:
             return False
         value = c.get(hot.field)
-        index = c.get("index")
+        index = c.get(keys.index)
         if type(value) is not str or type(index) is not int:
             return False
         text: str = value
@@ -861,8 +915,11 @@ class StreamAssembler:
             return False
         call_id = hot.hot_id
         if call_id is not None:  # a tool call: the id its deltas carry, and the name if one repeats it
-            cid = c.get("id")
-            if type(cid) is not str or cid != call_id or ("name" in c and not _same_name(c["name"], hot.name)):
+            cid = c.get(keys.id)
+            if type(cid) is not str or cid != call_id:
+                return False
+            # Four keys are the four just read: no name to look up (the usual delta).
+            if len(c) > 4 and keys.name in c and not _same_name(c[keys.name], hot.name):
                 return False
         hot.size = size
         hot.parts.append(text)
@@ -953,7 +1010,7 @@ class StreamAssembler:
             self._limit(n, f"more than {self._max_blocks} blocks")
         if n >= self._max_chunks:
             self._too_many_chunks(n)
-        block = _open_block(kind, index, min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2))
+        block = _open_block(kind, index, min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2), self._keys)
         if self._interleave and kind not in _BLOCK_TYPES:  # under STRICT the shape refused it
             self._note(
                 ErrorCode.INVALID_CHUNK,
@@ -1169,16 +1226,13 @@ class StreamAssembler:
         assert dest is not None  # a usage reads no guard
         if n >= self._max_chunks:
             self._too_many_chunks(n)
-        self._usage = construct(
-            Usage,
-            {
-                "input_tokens": inputs,
-                "output_tokens": outputs,
-                "cache_read_tokens": None if cache_read is _ABSENT else cache_read,
-                "cache_write_tokens": None if cache_write is _ABSENT else cache_write,
-                "reasoning_tokens": None if reasoning is _ABSENT else reasoning,
-            },
-        )
+        cache_read = None if cache_read is _ABSENT else cache_read
+        cache_write = None if cache_write is _ABSENT else cache_write
+        reasoning = None if reasoning is _ABSENT else reasoning
+        if self._results:
+            self._usage = _usage(inputs, outputs, cache_read, cache_write, reasoning)
+        else:
+            self._usage_counts = (inputs, outputs, cache_read, cache_write, reasoning)
         self._state = dest
         self._hot = None
 
@@ -1196,7 +1250,7 @@ class StreamAssembler:
         dest = row[MAY_FINISH if not self._open or kind in _CUT_OFF else 0] if row is not None else None
         if dest is None:  # a block is open at a stop, tool-calls or unknown finish
             self._reject(state, "finish", c, n)
-        usage_missing = self._usage is None and kind in _USAGE_REQUIRED
+        usage_missing = self._usage is None and self._usage_counts is None and kind in _USAGE_REQUIRED
         if usage_missing and not self._interleave:
             self._fail(
                 ErrorCode.USAGE_MISSING,

@@ -47,7 +47,7 @@ from .builders import (
 from .conftest import SEED_CHUNKS, SESSIONS
 
 FLUSH = 4096  # the machine's _FLUSH: the units (a character, plus one a delta) a hot block takes between counts
-BATCH = 4096  # the machine's _LINE_BATCH: lines parsed per run of feed_lines
+BATCH = 4096  # as many lines as a batch of the earlier feed_lines (the cases keep their sizes)
 
 
 # -- streams ---------------------------------------------------------------------------------------
@@ -553,7 +553,7 @@ def test_only_json_whitespace_makes_a_blank_line(line: str | bytes) -> None:
         assert (info.value.code, info.value.chunk_index) == ("INVALID_CHUNK", 1)
 
 
-def test_json_lines_are_read_one_batch_ahead_at_most() -> None:
+def test_json_lines_are_read_as_they_come_and_none_past_a_refused_one() -> None:
     pulled = 0
 
     def endless() -> Iterator[bytes]:
@@ -566,7 +566,7 @@ def test_json_lines_are_read_one_batch_ahead_at_most() -> None:
     with pytest.raises(sf.LlmError) as info:
         sf.assemble_jsonl(endless())
     assert (info.value.code, info.value.chunk_index) == ("INVALID_CHUNK", 10)
-    assert pulled == BATCH - 1  # the first batch: the block-start and 4,095 more lines
+    assert pulled == 10  # the refused line is the last one read
 
 
 # -- the hot path takes the deltas of a typical stream ---------------------------------------------

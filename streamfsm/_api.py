@@ -15,12 +15,11 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from itertools import chain
 from typing import IO, Any, TypeVar
 
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
-from ._lines import iter_lines, line_batches
+from ._lines import iter_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
 
@@ -203,42 +202,12 @@ def validate_jsonl(
 ) -> Iterator[dict[str, Any]]:
     """Parse and validate JSON lines, yielding each chunk dict once it is accepted (no result is assembled).
 
-    A source in memory (``bytes`` or ``str``) is split and parsed a batch of lines at a time (about 256 KiB of
-    it), and the chunks of a batch are yielded once the batch is accepted (up to the refused chunk, before its
-    error): a consumer sees every accepted chunk, in order, and the same error.
-    Any other source (a file, a pipe, an iterable of lines) is taken a line at a time, so that a chunk is
-    yielded as soon as its line has come.
+    Each line is taken as it comes (from a blob in memory, a file, a pipe or an iterable of lines), parsed,
+    checked, and its chunk yielded before the next line is read; a refused line raises its error once every
+    chunk before it has been yielded, and the end of the lines before a finish is ``STREAM_TRUNCATED``. One
+    compiled loop (``StreamAssembler.fed_lines``) does it all: the lines rule is that of ``assemble_jsonl``.
     """
-    if isinstance(source, (bytes, bytearray, memoryview, str)):
-        # A batch's chunks come out of its list in C (itertools.chain), not through a generator one by one.
-        return chain.from_iterable(_validated_batches(source, policy, limits))
-    return _validated_lines(source, policy, limits)
-
-
-def _validated_batches(
-    source: bytes | bytearray | memoryview | str, policy: Policy | str, limits: Limits | None
-) -> Iterator[list[dict[str, Any]]]:
-    """:func:`validate_jsonl` of a source in memory: the accepted chunks, a batch's worth at a time."""
-    asm = checker(policy, limits)
-    for batch in line_batches(source if isinstance(source, (bytes, str)) else bytes(source)):
-        accepted: list[dict[str, Any]] = []
-        try:
-            asm.feed_lines(batch, accepted)
-        except LlmError:
-            yield accepted  # the chunks before the refused one, then its error
-            raise
-        yield accepted
-    asm.end()  # STREAM_TRUNCATED before a finish
-
-
-def _validated_lines(source: JsonLines, policy: Policy | str, limits: Limits | None) -> Iterator[dict[str, Any]]:
-    """:func:`validate_jsonl` of a source read as it comes: each chunk as soon as its line is accepted."""
-    asm = checker(policy, limits)
-    for line in iter_lines(source):
-        chunk = asm.feed_line(line)
-        if chunk is not None:
-            yield chunk
-    asm.end()  # STREAM_TRUNCATED before a finish
+    return checker(policy, limits).fed_lines(iter_lines(source), True)
 
 
 def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:

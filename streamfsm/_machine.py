@@ -54,7 +54,7 @@ per-chunk cost; it is also plain Python, and runs as such with ``STREAMFSM_PURE=
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any, Final, NoReturn, TypeVar, cast
 
@@ -740,18 +740,22 @@ class StreamAssembler:
         self.feed(chunk)
         return chunk
 
-    def feed_lines(
-        self, lines: Iterable[bytes | bytearray | memoryview | str], accepted: list[Any] | None = None
-    ) -> None:
+    def feed_lines(self, lines: Iterable[bytes | bytearray | memoryview | str]) -> None:
         """Parse JSON lines (orjson) and feed them, as many ``feed_line`` calls would, at a lower cost.
 
-        Each line is parsed and fed in one compiled loop. A line orjson refuses goes to :meth:`feed_line`,
-        which skips it if it is blank and otherwise rejects it (``INVALID_CHUNK`` at its position); the blank
-        lines right after a refused one are skipped by a test each, not one refusal each. ``lines`` is
-        taken as it comes: an endless iterable is fed with bounded memory.
+        The lines are taken as they come (an endless iterable is fed with bounded memory): see :meth:`fed_lines`.
+        """
+        for _ in self.fed_lines(lines):
+            pass
 
-        ``accepted``: a list each accepted chunk is appended to, in order (``validate_jsonl`` hands on the
-        chunks of a batch); when a chunk is refused it holds every chunk before it.
+    def fed_lines(self, lines: Iterable[bytes | bytearray | memoryview | str], end: bool = False) -> Iterator[Any]:
+        """Parse JSON lines (orjson) and feed them, yielding each chunk once the machine has accepted it.
+
+        Each line is parsed and fed in one compiled loop, as it comes. A line orjson refuses goes to
+        :meth:`feed_line`, which skips it if it is blank and otherwise rejects it (``INVALID_CHUNK`` at its
+        position); the blank lines right after a refused one are skipped by a test each, not one refusal each.
+        With ``end``, the end of the lines is the end of input (:meth:`end`: ``STREAM_TRUNCATED`` before a
+        finish). What ``validate_jsonl`` returns.
         """
         self._keys = _JSON_KEYS
         loads = orjson.loads
@@ -768,8 +772,9 @@ class StreamAssembler:
             refused = False
             if self._hot is None or not self._take(chunk):
                 self._feed_one(chunk)
-            if accepted is not None:
-                accepted.append(chunk)
+            yield chunk
+        if end:
+            self._end()
 
     def close(self) -> StreamResult:
         """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""

@@ -656,6 +656,26 @@ def test_the_hot_path_takes_the_deltas_of_a_typical_stream(name: str, entry: str
     assert len(want) < len(chunks) or not any(c["type"] in DELTAS for c in chunks)
 
 
+@pytest.mark.parametrize("lines_first", [False, True], ids=["literal keys", "after a JSON line"])
+@pytest.mark.parametrize("keys", ["orjson", "json"])
+def test_the_hot_path_finds_a_field_by_its_value_whatever_object_its_key_is(keys: str, lines_first: bool) -> None:
+    """The hot path looks fields up with interned constants, or, once fed JSON lines, with orjson's own key objects
+    (a lookup by identity is the cheap one). Keys of another origin (the stdlib's ``json``, orjson's in a machine
+    fed dicts) are equal and not identical: the same deltas take the hot path, and the stream is the same."""
+    load = orjson.loads if keys == "orjson" else __import__("json").loads
+    for name in TYPICAL:
+        chunks, policy, limits = STREAMS[name]
+        plain = [dict(c) for c in chunks]
+        asm = Recorder(policy, limits)
+        if lines_first:
+            # A blank line: no chunk, no position; the machine now looks up with orjson's key objects.
+            assert asm.feed_line(b" ") is None
+        for chunk in plain:
+            asm.feed(load(orjson.dumps(chunk)))
+        assert asm.cold == handled(plain), name
+        assert asm.close() == sf.assemble(plain, policy=policy, limits=limits), name
+
+
 def test_the_hot_path_takes_the_recorded_deltas() -> None:
     """The recordings valid under HARNESS (278 of 283): their deltas take the hot path as designed."""
     streams = []

@@ -366,6 +366,25 @@ def test_a_summary_ends_the_input_as_close_does() -> None:
     assert info.value.code == sf.ErrorCode.STREAM_TRUNCATED
 
 
+@pytest.mark.parametrize("results", [True, False])
+def test_end_checks_that_the_stream_finished_and_builds_nothing(results: bool) -> None:
+    """``end()`` is the end of input that ``validate`` and ``validate_jsonl`` use: STREAM_TRUNCATED at the position
+    after the last chunk, nothing before a finish is missing; after an error, that error's code again."""
+    asm = sf.StreamAssembler(results=results)
+    asm.feed_many(SEED_CHUNKS)
+    assert asm.end() is None
+    assert (asm._usage is None) == (not results)  # a check builds no usage model
+    assert asm.summary().usage == sf.Usage.model_validate(SEED_CHUNKS[-2]["usage"])  # made when asked for
+    cut = sf.StreamAssembler(results=results)
+    cut.feed_many(SEED_CHUNKS[:3])
+    with pytest.raises(sf.LlmError) as info:
+        cut.end()
+    assert (info.value.code, info.value.chunk_index) == (sf.ErrorCode.STREAM_TRUNCATED, 3)
+    with pytest.raises(sf.LlmError) as again:
+        cut.end()
+    assert again.value.code == sf.ErrorCode.STREAM_TRUNCATED
+
+
 #: (policy, a stream, what its summary says: blocks, interrupted, kept)
 SUMMARIES: dict[str, tuple[str, list[dict[str, Any]], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]] = {
     "a block of an unknown type between two text blocks": (

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,23 @@ def test_instruction_counts_are_read_from_valgrinds_summary(monkeypatch: pytest.
     monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/bin/valgrind")
     monkeypatch.setattr(instructions.subprocess, "run", fake_run)
     assert instructions.instructions("short", 4) - instructions.instructions("short", 0) == 8_000_000
+
+
+@pytest.mark.parametrize(
+    ("peak", "spread", "verdict"),
+    [(100_000 + 29_000, 132_000, "PASS"), (100_000 + 29_000, 0, "FAIL"), (100_000 + 14_000, 0, "PASS")],
+    ids=["over by less than the constant's spread", "over, and no spread", "within 1.5x the stream"],
+)
+def test_a_peak_within_the_constants_own_spread_is_at_the_constant(peak: int, spread: int, verdict: str) -> None:
+    """The corpus section's memory target: (peak - constant) / largest stream <= 1.5; a file of streams smaller than
+    what peak RSS moves by between runs is at its constant when its peak is within the constant's spread."""
+    from benchmarks import corpus
+
+    def proc(rss: int) -> Any:
+        return corpus.Proc(0, 1.0, 1.0, rss, "", "")
+
+    row = corpus.MemoryRow("session log", 50 << 20, 9_700, 12_795, proc(peak), None, proc(100_000), spread)
+    result = corpus.CorpusResult(corpus.FULL, [], [], [row], {}, None, 1.0, [])
+    (target,) = corpus.targets(result)
+    assert target.verdict == verdict
+    assert ("within its own spread over 3 runs" in target.measured) == (verdict == "PASS" and spread > 0)

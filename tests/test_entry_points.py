@@ -3,7 +3,7 @@
 The machine has one path per chunk type, its handlers, and one hot path, ``_take``, for a delta to the one
 open block, shared by ``feed`` and ``feed_many`` (the module docstring of ``streamfsm/_machine.py``). The entry
 points reach it in different ways: ``feed`` chunk by chunk (as ``validate`` and ``aassemble`` do), ``feed_many``
-(as ``assemble`` does), ``feed_lines`` (as ``assemble_jsonl`` does: JSON lines parsed in batches). This module
+(as ``assemble`` does), ``feed_lines`` (as ``assemble_jsonl`` does: JSON lines, one at a time). This module
 replays many streams — valid, broken, hostile, what only HARNESS accepts, their mutations, the recordings —
 through every entry point, which must give identical outcomes, positions, messages, states, notes, snapshots
 and results (``builders.agree``). It checks that every limit is met at the exact chunk on every entry point,

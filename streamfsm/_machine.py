@@ -622,7 +622,7 @@ class StreamAssembler:
         # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
         self._raw_arguments = raw_arguments or interleave
         self._results = results
-        self._keys = _LITERAL_KEYS  # feed_line and feed_lines switch to _JSON_KEYS
+        self._keys = _LITERAL_KEYS  # feed_line and fed_lines switch to _JSON_KEYS
         self._notes: dict[str, _Note] | None = None
         self._start_mask = INTERLEAVE if interleave else 0  # the guard bits of a block-start (see RESOLVED)
         # The limits, read once as plain values (a model's attributes are slow to read; the defaults' are read

@@ -145,10 +145,8 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     time (:func:`line_batches`). The BOM rule holds for every source: blobs, files, and the first of an
     iterable of lines.
     """
-    if isinstance(source, (bytes, str)):
-        return chain.from_iterable(line_batches(source))
-    if isinstance(source, (bytearray, memoryview)):
-        return chain.from_iterable(line_batches(bytes(source)))
+    if isinstance(source, (bytes, str, bytearray, memoryview)):
+        return chain.from_iterable(line_batches(source if isinstance(source, (bytes, str)) else bytes(source)))
     if isinstance(source, (io.IOBase, io.TextIOBase)):
         return without_bom(source, "\ufeff" if isinstance(source, io.TextIOBase) else BOM)
     return _without_any_bom(iter(source))  # type: ignore[call-overload]
@@ -162,21 +160,22 @@ def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
     """The lines of a JSON-lines blob in memory, split at LF, in lists of about :data:`_BATCH_SIZE` of it.
 
     Each list is one ``split`` in C of a slice of the blob: never the whole blob at once (a copy of at most a
-    batch, or of one line longer than it), except a blob of one batch or less, split with no copy. The BOM
-    rule of :func:`iter_lines` holds; a line keeps no LF, a blank line is an empty (or whitespace) string,
-    and a last line without an LF is a line.
+    batch, or of one line longer than it); the last batch is the rest of the blob, which for a blob of one
+    batch or less (a stream's worth, usually) is the blob itself, split with no copy. The BOM rule of
+    :func:`iter_lines` holds; a line keeps no LF, a blank line is an empty (or whitespace) string, and a last
+    line without an LF is a line.
     """
     newline: Any = "\n" if isinstance(blob, str) else b"\n"
     bom: Any = "\ufeff" if isinstance(blob, str) else BOM
     start = len(bom) if blob.startswith(bom) else 0
     end = len(blob)
-    if 0 < end - start <= _BATCH_SIZE:  # a stream's worth, usually: the blob itself is split
-        lines = (blob[start:] if start else blob).split(newline)
-        if not lines[-1]:
-            lines.pop()  # the LF that ends the last line starts no line after it
-        yield lines
-        return
     while start < end:
+        if end - start <= _BATCH_SIZE:  # the rest, in one split
+            lines = (blob[start:] if start else blob).split(newline)
+            if not lines[-1]:
+                lines.pop()  # the LF that ends the last line starts no line after it
+            yield lines
+            return
         stop = blob.rfind(newline, start, start + _BATCH_SIZE)
         if stop < 0:  # no LF in reach: one long line (or the last one)
             stop = blob.find(newline, start)

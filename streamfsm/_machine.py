@@ -774,13 +774,13 @@ class StreamAssembler:
                 self._feed_one(chunk)
             yield chunk
         if end:
-            self._end()
+            self.end()
 
     def close(self) -> StreamResult:
         """End of input: the :class:`StreamResult`, or ``LlmError(STREAM_TRUNCATED)`` before a finish."""
         if self._result is not None:
             return self._result
-        self._end()
+        self.end()
         if not self._results:
             raise ValueError("this assembler keeps no results (results=False): summary() says what the stream was")
         assert self._finish is not None
@@ -799,7 +799,7 @@ class StreamAssembler:
 
     def summary(self) -> StreamSummary:
         """End of input, as :meth:`close`: what the stream came to (:class:`StreamSummary`), with or without results."""
-        self._end()
+        self.end()
         assert self._finish is not None
         blocks: list[str] = []
         calls: list[tuple[str, str]] = []
@@ -831,10 +831,6 @@ class StreamAssembler:
 
         What :meth:`close` and :meth:`summary` check first, with nothing built (after an error, that error again).
         """
-        self._end()
-
-    def _end(self) -> None:
-        """The end of input: ``LlmError(STREAM_TRUNCATED)`` before a finish (or the error that failed the stream)."""
         if self._state == FAILED:
             raise self._again()
         if self._state != FINISHED:

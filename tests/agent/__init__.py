@@ -1,0 +1,1 @@
+"""The agent loop: tools, retries, cancellation, flat events."""

@@ -1,0 +1,1 @@
+"""The public entry points: assemble, validate and their async and JSON-lines forms."""

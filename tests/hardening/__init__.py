@@ -1,0 +1,1 @@
+"""Inputs written to hurt: bounds on memory and time, hostile servers and files."""

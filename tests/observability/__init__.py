@@ -1,0 +1,1 @@
+"""What the library reports about itself: metrics, lifecycle events, OpenTelemetry."""

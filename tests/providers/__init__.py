@@ -1,0 +1,1 @@
+"""The provider layer: each wire API's converter and HTTP adapter."""

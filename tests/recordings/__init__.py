@@ -1,0 +1,1 @@
+"""Recordings: the one reader, session logs, sources, corpora and the ``streamfsm`` command."""

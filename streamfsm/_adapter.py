@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -17,7 +18,7 @@ from pydantic import ConfigDict, Field
 
 from ._abort import AbortSignal
 from ._api import aclose_upstream, avalidate
-from ._config import Limits, Policy
+from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, WireModel
 from ._wire import StreamChunk
@@ -273,6 +274,12 @@ def attribution_headers(identity: AppIdentity | None = None) -> dict[str, str]:
 # --- The adapter ----------------------------------------------------------------------------------
 
 
+#: The limits of the machine that checks what :meth:`LlmAdapter.stream` makes, set by :meth:`LlmAdapter.generate`
+#: while it calls ``stream`` (the default limits otherwise): a provider converter made there holds back no more
+#: content than they allow (``_providers/held.py``), so that one setting bounds both.
+STREAM_LIMITS: ContextVar[Limits] = ContextVar("streamfsm_stream_limits", default=DEFAULT_LIMITS)
+
+
 class LlmAdapter(abc.ABC):
     """Base of every adapter.
 
@@ -333,14 +340,20 @@ class LlmAdapter(abc.ABC):
         Each chunk is yielded once the machine accepted it; a broken adapter raises the protocol's
         :class:`LlmError` at the chunk where it broke. An exception from the adapter (its :meth:`resolve_model`
         included) that is not an ``LlmError`` becomes ``LlmError(UNKNOWN)`` with the original as ``__cause__``.
-        ``policy=None`` skips the machine. No secret of the adapter (its API key) is in the error raised, nor in
+        ``policy=None`` skips the machine. ``limits`` also bound what a converter made by :meth:`stream` holds
+        back before the machine sees it (:data:`STREAM_LIMITS`), with or without the machine. No secret of the adapter (its API key) is in the error raised, nor in
         its causes.
         """
         source: AsyncIterator[StreamChunk] | None = None
         failure: LlmError | None = None
         try:
             prepared = await self.prepare(options)
-            chunks = self.stream(prepared)
+            # Set only while stream() runs (no await between): a converter it makes reads them, nothing else can.
+            given = STREAM_LIMITS.set(DEFAULT_LIMITS if limits is None else limits)
+            try:
+                chunks = self.stream(prepared)
+            finally:
+                STREAM_LIMITS.reset(given)
             source = chunks if policy is None else avalidate(chunks, policy=policy, limits=limits)
             async for chunk in source:
                 yield chunk

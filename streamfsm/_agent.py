@@ -495,7 +495,8 @@ class AgentRun:
         timed as they arrive. What the adapter raises is returned, not raised: a run stopped meanwhile drops
         it, and a task that failed unread would be logged by asyncio as "never retrieved"."""
         clock = self.agent.clock
-        chunks = self.agent.adapter.generate(options, policy=None)
+        # The run checks the chunks itself; its limits still bound what the adapter holds back before it sends them.
+        chunks = self.agent.adapter.generate(options, policy=None, limits=self.agent.limits.stream)
         try:
             async for chunk in chunks:
                 if meter.first is None:

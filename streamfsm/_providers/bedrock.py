@@ -15,6 +15,7 @@ from typing import Any, overload
 
 import orjson
 
+from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
@@ -231,8 +232,8 @@ class BedrockConverter:
     after ``messageStop``) and ``finish`` are sent when the input ends.
     """
 
-    def __init__(self) -> None:
-        self.queue = BlockQueue()
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.made = 0  # protocol blocks made so far (started or held back)
         self.calls = 0  # client tool calls among them
         self.slots: dict[int, _Slot] = {}
@@ -449,17 +450,20 @@ async def _sdk_errors_async(events: AsyncIterable[Any]) -> AsyncIterator[Any]:
 
 
 @overload
-def from_bedrock_events(events: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
+def from_bedrock_events(events: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
 @overload
-def from_bedrock_events(events: Iterable[Any]) -> Iterator[StreamChunk]: ...
+def from_bedrock_events(events: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
 def from_bedrock_events(
-    events: Iterable[Any] | AsyncIterable[Any],
+    events: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
     """Convert a ConverseStream event stream (boto3's ``response["stream"]``, sync or async) to protocol chunks.
 
     An exception botocore raises while reading the stream (an exception event, as ``EventStreamError``) becomes
     the same coded :class:`LlmError` as the event would; other exceptions pass through unchanged.
+
+    ``limits`` (pass those the machine is given) bound the content held back until a tool call's arguments are
+    complete: ``LIMIT_EXCEEDED`` once it passes them (the machine does not see it yet).
     """
     if isinstance(events, AsyncIterable):
-        return convert(BedrockConverter(), _sdk_errors_async(events), "a ConverseStream event")
-    return convert(BedrockConverter(), _sdk_errors(events), "a ConverseStream event")
+        return convert(BedrockConverter(limits), _sdk_errors_async(events), "a ConverseStream event")
+    return convert(BedrockConverter(limits), _sdk_errors(events), "a ConverseStream event")

@@ -23,7 +23,20 @@ Kind = Literal["text", "reasoning", "tool-call"]
 class ProviderBlock:
     """One content block of the provider's response, as it is being converted."""
 
-    __slots__ = ("call_id", "depth", "ended", "index", "kind", "name", "parts", "scanned", "started", "state")
+    __slots__ = (
+        "call_id",
+        "depth",
+        "ended",
+        "held",
+        "index",
+        "kind",
+        "name",
+        "packed",
+        "parts",
+        "scanned",
+        "started",
+        "state",
+    )
 
     def __init__(self, kind: Kind, call_id: str = "", name: str = "") -> None:
         self.kind: Kind = kind
@@ -33,6 +46,9 @@ class ProviderBlock:
         self.index = -1  # the block protocol's index, once started
         self.started = False
         self.ended = False
+        # While held back (:mod:`.held`): the UTF-8 bytes of its content, and how many leading parts are packed.
+        self.held = 0
+        self.packed = 0
         # Tool arguments: how far the JSON object is known to be complete (scanned lazily, only when asked).
         self.scanned = 0
         self.depth = 0

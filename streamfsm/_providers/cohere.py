@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Hashable, Iterable, Iterator, Mapping
 from typing import Any, overload
 
+from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
@@ -125,8 +126,8 @@ class CohereConverter:
     and ``finish`` are sent when the input ends.
     """
 
-    def __init__(self) -> None:
-        self.queue = BlockQueue()
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.made = 0  # protocol blocks made so far (started or held back)
         self.calls = 0
         self.blocks: dict[Hashable, ProviderBlock] = {}  # ("content", i), ("tool", i) → block
@@ -320,11 +321,15 @@ class CohereConverter:
 
 
 @overload
-def from_cohere_events(events: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
+def from_cohere_events(events: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
 @overload
-def from_cohere_events(events: Iterable[Any]) -> Iterator[StreamChunk]: ...
+def from_cohere_events(events: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
 def from_cohere_events(
-    events: Iterable[Any] | AsyncIterable[Any],
+    events: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
-    """Convert a Cohere v2 chat stream (dicts or the ``cohere`` SDK's v2 stream events, sync or async)."""
-    return convert(CohereConverter(), events, "a v2 chat stream event")
+    """Convert a Cohere v2 chat stream (dicts or the ``cohere`` SDK's v2 stream events, sync or async).
+
+    ``limits`` (pass those the machine is given) bound the content held back until a tool call's arguments are
+    complete: ``LIMIT_EXCEEDED`` once it passes them (the machine does not see it yet).
+    """
+    return convert(CohereConverter(limits), events, "a v2 chat stream event")

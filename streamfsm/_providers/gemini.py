@@ -29,6 +29,7 @@ from typing import Any, overload
 import orjson
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
@@ -178,8 +179,8 @@ class GeminiConverter:
     apart.
     """
 
-    def __init__(self) -> None:
-        self.queue = BlockQueue()
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.keeper = Keeper()
         self.count = 0  # blocks made (started or held), in order: the next block's index
         self.blocks: list[dict[str, Any] | None] = []  # per block: its thought signatures, whether its id was Gemini's
@@ -434,11 +435,11 @@ async def _events_async(chunks: AsyncIterable[Any]) -> AsyncIterator[Mapping[str
 
 
 @overload
-def from_gemini_chunks(chunks: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
+def from_gemini_chunks(chunks: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
 @overload
-def from_gemini_chunks(chunks: Iterable[Any]) -> Iterator[StreamChunk]: ...
+def from_gemini_chunks(chunks: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
 def from_gemini_chunks(
-    chunks: Iterable[Any] | AsyncIterable[Any],
+    chunks: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
     """Convert a Gemini ``streamGenerateContent`` stream: ``GenerateContentResponse`` s as dicts (camelCase as the
     API sends them, or snake_case as the SDK's ``model_dump()`` gives them) or the ``google-genai`` SDK's objects,
@@ -446,7 +447,10 @@ def from_gemini_chunks(
 
     The block-protocol chunks come out as the input goes in; ``usage`` and ``finish`` when the input ends. Send
     the output through :func:`streamfsm.validate` / :func:`streamfsm.avalidate` to check and assemble it.
+
+    ``limits`` (pass those the machine is given) bound the content held back until a tool call's arguments are
+    complete: ``LIMIT_EXCEEDED`` once it passes them (the machine does not see it yet).
     """
     if isinstance(chunks, AsyncIterable):
-        return convert(GeminiConverter(), _events_async(chunks), EVENT)
-    return convert(GeminiConverter(), (gemini_event(chunk) for chunk in chunks), EVENT)
+        return convert(GeminiConverter(limits), _events_async(chunks), EVENT)
+    return convert(GeminiConverter(limits), (gemini_event(chunk) for chunk in chunks), EVENT)

@@ -6,16 +6,37 @@ time: the first block streams live, later ones are held back (buffered) and star
 buffered as one delta, once the open block can end. A converter whose provider may interleave pushes every
 block through one queue and returns :meth:`BlockQueue.take` after each event; one whose provider never does
 (Anthropic's blocks start and stop in order) uses :class:`~.blocks.ProviderBlock` directly.
+
+Bound: held content never reaches the machine until its block starts, so the queue applies the machine's own
+:class:`~streamfsm.Limits` to it as it comes: the UTF-8 bytes of all the content of the stream (live and held,
+``max_stream_bytes``), of one held block (``max_block_bytes``), and the blocks made (``max_blocks``). Held
+content that passes one is ``LIMIT_EXCEEDED`` at once, before it is kept; live content is the machine's to
+refuse. The limits are the queue's argument, else those :meth:`streamfsm.LlmAdapter.generate` gives the machine
+while it makes the adapter's converter (``STREAM_LIMITS``), else the defaults. A held block's pieces are packed
+(joined, :data:`PACK` at a time) as they come, so that what it holds costs about its bytes, however small the
+deltas (each piece of text is a Python object of some 50 bytes of its own).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import NoReturn
 
+from .._adapter import STREAM_LIMITS
+from .._config import Limits
+from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk
 from .blocks import ProviderBlock
 
-__all__ = ["BlockQueue"]
+__all__ = ["PACK", "BlockQueue", "utf8_len"]
+
+#: How many pieces of a held block are joined into one as they come (see the module docstring).
+PACK = 256
+
+
+def utf8_len(text: str) -> int:
+    """The UTF-8 bytes of ``text``, as the machine counts them (a lone surrogate as 3)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class BlockQueue:
@@ -25,11 +46,16 @@ class BlockQueue:
     arguments are a complete JSON value, or when the response ends. A block the provider said is complete
     (:meth:`end`) ends as soon as it is open. Empty arguments become ``{}``, the provider's way of saying "no
     arguments".
+
+    ``limits`` (the machine's, see the module docstring) bound the content held back.
     """
 
-    __slots__ = ("blocks", "done", "next_index", "out")
+    __slots__ = ("blocks", "done", "limits", "made", "next_index", "out", "size")
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = STREAM_LIMITS.get() if limits is None else limits
+        self.size = 0  # the UTF-8 bytes of all the content given so far, live and held
+        self.made = 0  # the blocks pushed, started or held
         # Not yet ended; blocks[0] is the open one once started. A deque: ending the first of many held blocks is O(1).
         self.blocks: deque[ProviderBlock] = deque()
         self.next_index = 0
@@ -44,18 +70,55 @@ class BlockQueue:
 
     def add(self, block: ProviderBlock, text: str) -> None:
         """Append content to ``block`` (which must be in the queue): live if it is open, buffered otherwise."""
-        block.parts.append(text)
         if block.started:
+            block.parts.append(text)
+            self.size += utf8_len(text)
             if text:
                 self.out.append(block.delta(text))
             return
+        self._hold(block, text)
         self._advance()
 
     def push(self, block: ProviderBlock, text: str) -> None:
         """A new block, with its first content."""
+        self.made += 1
         self.blocks.append(block)
         block.parts.append(text)
         self._advance()
+        if block.started:
+            self.size += utf8_len(text)
+            return
+        # Held back: the machine cannot count it yet.
+        block.parts.pop()
+        if self.made > self.limits.max_blocks:
+            self._refuse(f"more than {self.limits.max_blocks:,} blocks (Limits.max_blocks)", block)
+        self._hold(block, text)
+
+    def _hold(self, block: ProviderBlock, text: str) -> None:
+        """Keep ``text`` for a block that has not started: counted first, refused past the limits."""
+        size = utf8_len(text)
+        self.size += size
+        block.held += size
+        limits = self.limits
+        if block.held > limits.max_block_bytes:
+            self._refuse(f"more than {limits.max_block_bytes:,} bytes in one block (Limits.max_block_bytes)", block)
+        if self.size > limits.max_stream_bytes:
+            self._refuse(f"more than {limits.max_stream_bytes:,} bytes in the stream (Limits.max_stream_bytes)", block)
+        parts = block.parts
+        parts.append(text)
+        packed = min(block.packed, len(parts))  # a converter may have joined the parts itself
+        if len(parts) - packed >= PACK:
+            parts[packed:] = ["".join(parts[packed:])]
+            block.packed = packed + 1
+
+    def _refuse(self, what: str, block: ProviderBlock) -> NoReturn:
+        head = self.blocks[0]
+        waiting = "a tool call whose arguments are not complete" if head.kind == "tool-call" else "an open block"
+        raise LlmError(
+            f"limit exceeded: {what}, counting the {block.kind} block held back behind block {head.index} "
+            f"({waiting}): the provider's content was not kept further",
+            ErrorCode.LIMIT_EXCEEDED,
+        )
 
     def last(self) -> ProviderBlock | None:
         """The most recent block still in the queue."""

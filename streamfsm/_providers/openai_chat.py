@@ -18,6 +18,7 @@ from .._adapter import (
     ModelInfo,
     ToolResultMessage,
 )
+from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
 from .._wire import StreamChunk, WireFinishReason, WireUsage
@@ -98,8 +99,8 @@ class OpenAIConverter:
     calls. ``usage`` and ``finish`` are sent by :meth:`end`, because providers send usage after the finish reason.
     """
 
-    def __init__(self) -> None:
-        self.queue = BlockQueue()
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.keeper = Keeper()
         self.made = 0  # blocks made so far (started or held back): the ``at`` of an item kept now
         self.split = False  # an item was kept since the last text: the next text is a new block
@@ -264,18 +265,21 @@ class OpenAIConverter:
 
 
 @overload
-def from_openai_chunks(chunks: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
+def from_openai_chunks(chunks: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
 @overload
-def from_openai_chunks(chunks: Iterable[Any]) -> Iterator[StreamChunk]: ...
+def from_openai_chunks(chunks: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
 def from_openai_chunks(
-    chunks: Iterable[Any] | AsyncIterable[Any],
+    chunks: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
     """Convert a stream of OpenAI ``chat.completion.chunk`` objects (dicts or SDK objects, sync or async).
 
     The block-protocol chunks come out as the input goes in; ``usage`` and ``finish`` when the input ends.
     Send the output through :func:`streamfsm.validate` / :func:`streamfsm.avalidate` to check and assemble it.
+
+    ``limits`` (pass those the machine is given) bound the content held back until a tool call's arguments are
+    complete: ``LIMIT_EXCEEDED`` once it passes them (the machine does not see it yet).
     """
-    return convert(OpenAIConverter(), chunks, "a chat.completion.chunk")
+    return convert(OpenAIConverter(limits), chunks, "a chat.completion.chunk")
 
 
 # --- HTTP -------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any, overload
 
 import orjson
 
+from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
@@ -167,8 +168,8 @@ class OpenAIResponsesConverter:
     came from, for the adapter to send it back as the same item), and ``kept`` (:mod:`.replay`).
     """
 
-    def __init__(self) -> None:
-        self.queue = BlockQueue()
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.keeper = Keeper()
         self.items: dict[int, _Item] = {}  # by output_index
         self.meta: list[dict[str, Any]] = []  # one entry per block, in order
@@ -501,15 +502,18 @@ _HANDLERS = {
 
 
 @overload
-def from_openai_responses_events(events: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
+def from_openai_responses_events(events: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
 @overload
-def from_openai_responses_events(events: Iterable[Any]) -> Iterator[StreamChunk]: ...
+def from_openai_responses_events(events: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
 def from_openai_responses_events(
-    events: Iterable[Any] | AsyncIterable[Any],
+    events: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
     """Convert a Responses API event stream (dicts or the ``openai`` SDK's event objects, sync or async).
 
     The block-protocol chunks come out as the events go in; ``usage`` and ``finish`` at ``response.completed``
     (or ``response.incomplete``). Send the output through :func:`streamfsm.validate` to check and assemble it.
+
+    ``limits`` (pass those the machine is given) bound the content held back until a tool call's arguments are
+    complete: ``LIMIT_EXCEEDED`` once it passes them (the machine does not see it yet).
     """
-    return convert(OpenAIResponsesConverter(), events, "a Responses stream event")
+    return convert(OpenAIResponsesConverter(limits), events, "a Responses stream event")

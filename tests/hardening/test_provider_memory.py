@@ -1,0 +1,225 @@
+"""Memory the provider converters hold before the machine sees it, bounded: held-back blocks, SSE events,
+Gemini's argument paths, what a turn keeps for replay.
+
+Each test feeds far more than the bound it asserts (a hostile provider's stream), lazily, and measures with
+tracemalloc what was allocated meanwhile: the bound holds, and the error is the documented ``LIMIT_EXCEEDED`` (or
+``MALFORMED_RESPONSE``), not a traceback. Sizes are small enough for the suite; growth is asserted, never time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import tracemalloc
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+import streamfsm as sf
+from streamfsm._providers.gemini_arguments import ArgumentWriter, parse_path
+from streamfsm._providers.blocks import ProviderBlock
+from streamfsm._providers.held import PACK, BlockQueue
+from streamfsm._providers.replay import Keeper
+from streamfsm._providers.sse import SSEParser
+
+from ..sse_server import Raw, Reply, SSEServer, chunked, head
+
+E = sf.ErrorCode
+KiB = 1024
+MiB = 1024 * KiB
+#: The machine's limit in these tests, and what a hostile stream sends: 16 times as much.
+LIMIT = 256 * KiB
+SENT = 16 * LIMIT
+LIMITS = sf.Limits(max_stream_bytes=LIMIT)
+PIECE = "x" * 64
+
+
+def peak(run: Callable[[], Any]) -> tuple[Any, int]:
+    """``run()``'s result (or the LlmError it raised) and the peak of memory allocated meanwhile."""
+    tracemalloc.start()
+    try:
+        try:
+            result: Any = run()
+        except sf.LlmError as exc:
+            result = exc
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# --- Held-back blocks (a tool call whose arguments never complete holds back every later block) -------------
+
+
+def _openai() -> Iterator[dict[str, Any]]:
+    def tool(index: int, **function: str) -> dict[str, Any]:
+        call: dict[str, Any] = {"index": index, "function": function}
+        if "name" in function:
+            call["id"] = f"call_{index}"
+        return {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
+
+    yield tool(0, name="f", arguments='{"a":')
+    yield tool(1, name="g", arguments="")
+    while True:
+        yield tool(1, arguments=PIECE)
+
+
+def _gemini() -> Iterator[dict[str, Any]]:
+    def chunk(*parts: dict[str, Any]) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": list(parts)}, "index": 0}], "responseId": "r"}
+
+    yield chunk({"functionCall": {"name": "f", "willContinue": True}})
+    while True:
+        yield chunk({"text": PIECE})
+
+
+def _responses() -> Iterator[dict[str, Any]]:
+    item = {"id": "fc_1", "type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}
+    yield {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress"}}
+    yield {"type": "response.output_item.added", "output_index": 0, "item": item}
+    yield {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1", "delta": '{"a":'}
+    text = {"type": "response.output_text.delta", "item_id": "m1", "output_index": 1, "content_index": 0}
+    while True:
+        yield {**text, "delta": PIECE}
+
+
+def _bedrock() -> Iterator[dict[str, Any]]:
+    yield {"messageStart": {"role": "assistant"}}
+    start = {"toolUse": {"toolUseId": "t1", "name": "f"}}
+    yield {"contentBlockStart": {"contentBlockIndex": 0, "start": start}}
+    yield {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a":'}}}}
+    while True:
+        yield {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"text": PIECE}}}
+
+
+def _cohere() -> Iterator[dict[str, Any]]:
+    def message(kind: str, index: int, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, "index": index, "delta": {"message": fields}}
+
+    yield {"type": "message-start", "id": "r", "delta": {"message": {"role": "assistant"}}}
+    yield message("tool-call-start", 0, tool_calls={"id": "t1", "type": "function", "function": {"name": "f"}})
+    yield message("tool-call-delta", 0, tool_calls={"function": {"arguments": '{"a":'}})
+    while True:
+        yield message("content-delta", 0, content={"text": PIECE})
+
+
+HELD = {
+    "openai": (sf.from_openai_chunks, _openai),
+    "gemini": (sf.from_gemini_chunks, _gemini),
+    "responses": (sf.from_openai_responses_events, _responses),
+    "bedrock": (sf.from_bedrock_events, _bedrock),
+    "cohere": (sf.from_cohere_events, _cohere),
+}
+
+
+def _sent(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``events`` up to :data:`SENT` bytes of held content (a stream that would go on for ever), each parsed
+    afresh as a live one is (the same string object over and over would cost nothing to hold)."""
+    for event in itertools.islice(events, SENT // len(PIECE) + 4):
+        yield orjson.loads(orjson.dumps(event))
+
+
+@pytest.mark.parametrize("name", HELD)
+def test_held_back_content_is_bounded_by_the_machines_limits(name: str) -> None:
+    convert, events = HELD[name]
+    error, used = peak(lambda: sf.assemble(convert(_sent(events()), limits=LIMITS), limits=LIMITS))
+    assert isinstance(error, sf.LlmError) and error.code == E.LIMIT_EXCEEDED, error
+    assert "held back" in error.message and "Limits.max_stream_bytes" in error.message
+    # What is held costs about its bytes (packed as it comes), far below what was sent.
+    assert used < 2 * LIMIT + 256 * KiB
+
+
+@pytest.mark.parametrize("name", HELD)
+def test_held_back_content_within_the_limits_is_held(name: str) -> None:
+    convert, events = HELD[name]
+    room = sf.Limits(max_stream_bytes=2 * SENT)
+    with pytest.raises(sf.LlmError) as caught:  # the stream never ends its call, nor the response
+        sf.assemble(convert(_sent(events()), limits=room), limits=room)
+    assert caught.value.code == E.STREAM_CLOSED
+
+
+def test_a_held_block_counts_against_max_block_bytes() -> None:
+    queue = BlockQueue(sf.Limits(max_block_bytes=LIMIT))
+    queue.push(ProviderBlock("tool-call", "c", "f"), '{"a":')
+    held = ProviderBlock("text")
+    queue.push(held, "")
+    with pytest.raises(sf.LlmError, match=r"Limits\.max_block_bytes") as caught:
+        for _ in range(SENT // len(PIECE)):
+            queue.add(held, PIECE)
+    assert caught.value.code == E.LIMIT_EXCEEDED and held.held <= LIMIT + len(PIECE)
+
+
+def test_held_blocks_count_against_max_blocks() -> None:
+    queue = BlockQueue(sf.Limits(max_blocks=3))
+    queue.push(ProviderBlock("tool-call", "c", "f"), '{"a":')
+    queue.push(ProviderBlock("text"), "a")
+    queue.push(ProviderBlock("reasoning"), "b")
+    with pytest.raises(sf.LlmError, match=r"more than 3 blocks \(Limits\.max_blocks\)") as caught:
+        queue.push(ProviderBlock("text"), "c")
+    assert caught.value.code == E.LIMIT_EXCEEDED
+
+
+def test_held_pieces_are_packed_as_they_come() -> None:
+    queue = BlockQueue()
+    queue.push(ProviderBlock("tool-call", "c", "f"), '{"a":')
+    held = ProviderBlock("text")
+    queue.push(held, "")
+    for _ in range(10 * PACK):
+        queue.add(held, "y")
+    assert len(held.parts) <= 11 and "".join(held.parts) == "y" * 10 * PACK
+
+
+def test_live_content_is_left_to_the_machine() -> None:
+    # One block, streamed live: the queue counts it, but the machine is the one to refuse it, at its chunk.
+    events = [{"id": "c", "choices": [{"index": 0, "delta": {"content": PIECE}}]}] * (2 * LIMIT // len(PIECE))
+    with pytest.raises(sf.LlmError, match="limit exceeded") as caught:
+        sf.assemble(sf.from_openai_chunks(events, limits=LIMITS), limits=LIMITS)
+    assert caught.value.chunk_index is not None  # the machine's error: it says where
+
+
+# --- Over HTTP: the adapters' converters take the limits generate() gives the machine -----------------------
+
+
+SSE_HEAD = {"content-type": "text/event-stream", "transfer-encoding": "chunked"}
+
+
+def _body(events: Iterator[dict[str, Any]]) -> Iterator[bytes]:
+    for event in itertools.islice(events, SENT // len(PIECE) + 4):
+        yield b"data: " + orjson.dumps(event) + b"\n\n"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SSEServer]:
+    with SSEServer() as running:
+        # One request first: what the first one imports and caches (httpx, its TLS context) is not measured.
+        running.script(Reply(500, {"error": {"message": "warming up"}}))
+        with pytest.raises(sf.LlmError):
+            asyncio.run(_consume(sf.OpenAICompatibleAdapter(running.url, api_key="sk-key"), None))
+        yield running
+
+
+async def _consume(adapter: sf.LlmAdapter, policy: str | None) -> None:
+    async for _ in adapter.generate(ASK, policy=policy, limits=LIMITS):
+        pass
+
+
+ADAPTERS: dict[str, Callable[[str], sf.LlmAdapter]] = {
+    "gemini": lambda url: sf.GeminiAdapter(base_url=url, api_key="g-key"),
+    "responses": lambda url: sf.OpenAIResponsesAdapter(url, api_key="sk-key"),
+    "openai": lambda url: sf.OpenAICompatibleAdapter(url, api_key="sk-key"),
+}
+ASK = sf.GenerateOptions(model="m", messages=(sf.UserMessage(content="hi"),))
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+@pytest.mark.parametrize("policy", ["strict", None])
+def test_an_adapter_holds_back_no_more_than_the_limits_given_to_generate(
+    server: SSEServer, name: str, policy: str | None
+) -> None:
+    server.script(Raw(itertools.chain([head(200, SSE_HEAD)], chunked(_body(HELD[name][1]())))))
+
+    error, used = peak(lambda: asyncio.run(_consume(ADAPTERS[name](server.url), policy)))
+    assert isinstance(error, sf.LlmError) and error.code == E.LIMIT_EXCEEDED, error
+    assert "held back" in error.message
+    assert used < 2 * LIMIT + MiB  # the held content, an httpx client, an event and what the server writes

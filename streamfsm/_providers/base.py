@@ -19,7 +19,7 @@ from .._adapter import OPTIONAL_FIELDS, AppIdentity, LlmAdapter, ModelInfo, Prov
 from .._errors import LlmError
 from .._wire import StreamChunk
 from .body import ACCEPT_ENCODING
-from .secrets import Redactor, check_api_key, check_headers, is_secret_header
+from .secrets import Redactor, check_api_key, check_headers, is_secret_header, redacting
 
 if TYPE_CHECKING:
     import httpx
@@ -108,10 +108,13 @@ class HttpAdapter(LlmAdapter):
         check_headers(headers)
         return headers
 
+    def _redactor(self) -> Redactor:
+        """The redactor of the API key and the value of every credential header (as they are now)."""
+        return Redactor([self.api_key, *(value for name, value in self.headers.items() if is_secret_header(name))])
+
     def _redacted(self, error: LlmError) -> LlmError:
         """``error`` without the API key or the value of any credential header (as they are now)."""
-        secrets = [self.api_key, *(value for name, value in self.headers.items() if is_secret_header(name))]
-        return Redactor(secrets).error(error)
+        return self._redactor().error(error)
 
     async def _converted(
         self, converter: Converter, path: str, body: Mapping[str, Any], signal: AbortSignal | None, end: str | None
@@ -137,12 +140,21 @@ class HttpAdapter(LlmAdapter):
             deadline=self.deadline,
             max_event_bytes=self.max_event_bytes,
         )
+        # The secrets are redacted before any message is cut (secrets.py), in the request and in the converter;
+        # active only between two yields (a consumer's own code never runs with it).
+        redactor = self._redactor()
         async with contextlib.aclosing(events):
-            async for event in events:
-                chunks = converter.feed(event)
+            while True:
+                with redacting(redactor):
+                    event = await anext(events, None)
+                    if event is None:
+                        break
+                    chunks = converter.feed(event)
                 for chunk in chunks:
                     yield chunk
                 if chunks and chunks[-1]["type"] == "finish":
                     return
-        for chunk in converter.end():
+        with redacting(redactor):
+            chunks = converter.end()
+        for chunk in chunks:
             yield chunk

@@ -8,8 +8,8 @@ exhausted quota or a key not taken first, then the HTTP status (SPEC §3); a Goo
 says when to try again). An error inside a stream that gives a status (a
 ``code`` or ``status`` from 100 to 599, as a number or a string of digits) is classified as an HTTP response
 of that status; only one without a status is classified by the words of its type, then of its message.
-Everything kept of the provider's words is cut to :data:`MAX_MESSAGE` characters, and the wording is looked
-for in those only.
+Everything kept of the provider's words is cut to :data:`MAX_MESSAGE` characters (the request's secrets
+redacted before the cut, :func:`clip`), and the wording is looked for in those only.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import orjson
 
 from .._errors import ErrorCode, LlmError
 from .._shape import MAX_INT
+from .secrets import redact_active
 
 __all__ = [
     "MAX_MESSAGE",
@@ -46,7 +47,14 @@ MAX_MESSAGE = 4096
 
 
 def clip(text: str, limit: int = MAX_MESSAGE) -> str:
-    """``text`` cut to ``limit`` characters, saying how many more there were."""
+    """``text`` cut to ``limit`` characters, saying how many more there were.
+
+    The secrets of the request being made (:func:`.secrets.redact_active`) are replaced first: a cut must not
+    keep part of one, which no redaction after it could recognise.
+    """
+    if len(text) <= limit:
+        return text
+    text = redact_active(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit:,} more characters not kept]"

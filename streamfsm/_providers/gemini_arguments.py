@@ -8,7 +8,10 @@ arguments stream as they do from other providers. The values come in document or
 from start to end): each path either goes deeper into the open containers or leaves some of them for a new key
 or the next array element. A path that goes back into a container already closed, names a key twice, skips an
 array index or sets the root is not a JSON document written in order: ``MALFORMED_RESPONSE``, saying which.
-Every step costs time in proportion to the path's length: linear in the input.
+Every step costs time in proportion to the path's length: linear in the input. A path is read no further than
+:data:`~streamfsm._models.MAX_DEPTH` (1,024) segments, the most levels tool arguments may nest: a deeper one is
+``MALFORMED_RESPONSE`` as soon as its segment 1,025 is read, so what one path costs (its segments, the levels it
+opens) is bounded whatever its length.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from .._models import MAX_DEPTH
 from .._shape import MAX_INT
 from .convert import malformed
 
@@ -44,6 +48,8 @@ def parse_path(path: str) -> list[Segment]:
     segments: list[Segment] = []
     i, n = 1, len(path)
     while i < n:
+        if len(segments) == MAX_DEPTH:
+            raise _path_error(path, f"deeper than {MAX_DEPTH:,} levels, the most tool arguments may nest")
         char = path[i]
         if char == ".":
             start = i = i + 1

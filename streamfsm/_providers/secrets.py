@@ -12,17 +12,33 @@ What is secret: the API key, and the value of every header whose name says it ca
 form a message may quote them in (as given, stripped, escaped as ``repr`` and JSON do, and each run of 8 or
 more characters between the characters a key cannot hold), and cuts the error's chain of causes when any
 cause still shows one.
+
+A message cut short (:func:`.classify.clip`: the 4,096-, 500- and 200-character cuts of what a provider said)
+could keep part of a secret that the cut splits, which no later redaction would recognise. So a request's
+secrets are redacted *before* any cut: :meth:`HttpAdapter._converted <.base.HttpAdapter._converted>` makes its
+:class:`Redactor` the active one (:func:`redacting`) while the request and the converter run, and ``clip``
+replaces the secrets (:func:`redact_active`) in a text it is about to cut.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 
 from .._errors import ErrorCode, LlmError
 
-__all__ = ["REDACTED", "Redactor", "check_api_key", "check_headers", "is_secret_header"]
+__all__ = [
+    "REDACTED",
+    "Redactor",
+    "check_api_key",
+    "check_headers",
+    "is_secret_header",
+    "redact_active",
+    "redacting",
+]
 
 #: What a secret becomes in a message.
 REDACTED = "[redacted]"
@@ -150,6 +166,26 @@ class Redactor:
                 break
             pending.extend(x for x in (link.__cause__, link.__context__) if x is not None)
         return error
+
+
+_ACTIVE: ContextVar[Redactor | None] = ContextVar("streamfsm_active_redactor", default=None)
+
+
+@contextlib.contextmanager
+def redacting(redactor: Redactor) -> Iterator[None]:
+    """Make ``redactor`` the active one (:func:`redact_active`) for the duration of the block, in this context
+    (a task's own: another request's redactor is never seen)."""
+    token = _ACTIVE.set(redactor)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def redact_active(text: str) -> str:
+    """``text`` with the active redactor's secrets replaced (as it is when none is active)."""
+    redactor = _ACTIVE.get()
+    return text if redactor is None or not redactor.forms else redactor.text(text)
 
 
 def _describe(error: BaseException) -> str | None:

@@ -223,3 +223,44 @@ def test_an_adapter_holds_back_no_more_than_the_limits_given_to_generate(
     assert isinstance(error, sf.LlmError) and error.code == E.LIMIT_EXCEEDED, error
     assert "held back" in error.message
     assert used < 2 * LIMIT + MiB  # the held content, an httpx client, an event and what the server writes
+
+
+# --- Gemini's partialArgs paths: read no deeper than tool arguments may nest ------------------------------------
+
+
+def _streamed_call(path: str) -> list[dict[str, Any]]:
+    def chunk(call: dict[str, Any]) -> dict[str, Any]:
+        parts = [{"functionCall": call}]
+        return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}], "responseId": "r"}
+
+    argument = {"jsonPath": path, "numberValue": 1}
+    return [
+        chunk({"name": "f", "willContinue": True}),
+        chunk({"partialArgs": [argument], "willContinue": True}),
+        chunk({}),
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
+         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1}},
+    ]
+
+
+def test_a_deep_partial_args_path_is_refused_as_it_is_read() -> None:
+    path = "$" + ".a" * 300_000  # 0.57 MiB: each level once held its own object and set (250 times the path)
+    events = _streamed_call(path)
+    error, used = peak(lambda: sf.assemble(sf.from_gemini_chunks(events)))
+    assert isinstance(error, sf.LlmError) and error.code == E.MALFORMED_RESPONSE
+    assert "deeper than 1,024 levels" in error.message
+    assert used < 512 * KiB  # the first 1,025 segments at most, not 300,000
+
+
+def test_a_partial_args_path_of_1024_levels_is_converted() -> None:
+    result = sf.assemble(sf.from_gemini_chunks(_streamed_call("$" + ".a" * 1024)))
+    assert result.tool_calls[0].arguments == '{"a":' * 1024 + "1" + "}" * 1024
+
+
+@pytest.mark.parametrize("levels", [10, 100, 1024])
+def test_what_one_path_costs_is_linear_in_its_length(levels: int) -> None:
+    path = "$" + ".b" * levels
+    writer = ArgumentWriter()
+    _, used = peak(lambda: writer.write({"jsonPath": path, "numberValue": 1}, dict.get))
+    assert used < 16 * KiB + 400 * levels
+    assert len(parse_path(path)) == levels

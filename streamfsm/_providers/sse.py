@@ -10,7 +10,11 @@ fields are ignored; an event with no data is not dispatched.
 
 Unlike a reader that splits lines first, it never holds more than ``max_event_bytes`` of one event: the bytes of
 its lines (line ends excluded) and of the line being read together. Passing it raises
-``LlmError(LIMIT_EXCEEDED)`` at once, before anything more is buffered.
+``LlmError(LIMIT_EXCEEDED)`` at once, before anything more is buffered. The bound is on memory, not only on
+what is counted: an event's ``data`` is kept as the bytes of its values in one buffer (decoded once, at
+dispatch), never as one Python object per line, so that an event of many short ``data:`` lines costs its bytes
+(a ``str`` per line would cost some 50 bytes more each); and a feed is split into lines :data:`FEED_STEP` bytes
+at a time, so that the lines of one large feed (a whole recorded body) are never all made at once.
 """
 
 from __future__ import annotations
@@ -19,13 +23,17 @@ from typing import NamedTuple
 
 from .._errors import ErrorCode, LlmError
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEEvent", "SSEParser", "parse_sse"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "FEED_STEP", "SSEEvent", "SSEParser", "parse_sse"]
 
 #: The default bound on one event (and so on one line): 16 MiB.
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
+#: The most bytes of one feed split into lines at once (see the module docstring).
+FEED_STEP = 64 * 1024
+
 _MAX_RETRY_DIGITS = 15  # a longer reconnection time is no time (and int() refuses past 4,300 digits)
 _LF = 0x0A
+_BOM = b"\xef\xbb\xbf"
 
 
 class SSEEvent(NamedTuple):
@@ -47,6 +55,7 @@ class SSEParser:
         "_event",
         "_event_bytes",
         "_first",
+        "_has_data",
         "_id",
         "_lineno",
         "_max",
@@ -66,7 +75,8 @@ class SSEParser:
         self._first = True  # the next line is the first of the body (it may start with a byte-order mark)
         self._lineno = 0
         self._event_bytes = 0  # the bytes of the current event's lines so far
-        self._data: list[str] = []
+        self._data = bytearray()  # the values of the current event's data lines, joined with LF, undecoded
+        self._has_data = False  # whether it has a data line (an empty one included)
         self._event = ""
         self._id = ""
         self._retry: int | None = None
@@ -76,8 +86,11 @@ class SSEParser:
     def feed(self, data: bytes) -> list[SSEEvent]:
         """The events that ``data`` (the next bytes of the body) completes, in order."""
         out = self._out = []
-        if not data:
-            return out
+        for start in range(0, len(data), FEED_STEP):
+            self._feed(data[start : start + FEED_STEP] if len(data) > FEED_STEP else data)
+        return out
+
+    def _feed(self, data: bytes) -> None:
         if self._skip_lf:
             self._skip_lf = False
             if data[0] == _LF:
@@ -99,7 +112,6 @@ class SSEParser:
         if rest:
             self._check(len(partial) + len(rest))
             partial += rest
-        return out
 
     def end(self, *, complete: bool = False) -> list[SSEEvent]:
         """The body is over: a last line without its line end is still a line.
@@ -126,42 +138,43 @@ class SSEParser:
 
     def _take(self, raw: bytes) -> None:
         self._lineno += 1
+        if self._first and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        self._first = False
         if not raw:
             self._dispatch()
             return
-        line = raw.decode("utf-8", "replace")
-        if self._first:
-            self._first = False
-            if line[0] == "\ufeff":
-                line = line[1:]
-                if not line:
-                    self._dispatch()
-                    return
-        if line[0] == ":":
+        if raw[0] == 0x3A:  # ":", a comment
             return
         self._check(len(raw))
         self._event_bytes += len(raw)
         if not self._start:
             self._start = self._lineno
-        field, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
+        field, colon, value = raw.partition(b":")
+        if colon and value[:1] == b" ":
             value = value[1:]
-        if field == "data":
-            self._data.append(value)
-        elif field == "event":
-            self._event = value
-        elif field == "id":
-            if "\0" not in value:
-                self._id = value
-        elif field == "retry" and value.isascii() and value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
+        if field == b"data":
+            if self._has_data:
+                self._data.append(_LF)
+            self._data += value
+            self._has_data = True
+        elif field == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif field == b"id":
+            if b"\0" not in value:
+                self._id = value.decode("utf-8", "replace")
+        elif field == b"retry" and value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:  # bytes: ASCII digits only
             self._retry = int(value)
 
     def _dispatch(self) -> None:
         self._first = False
-        data, event, start = self._data, self._event, self._start
-        self._data, self._event, self._event_bytes, self._start = [], "", 0, 0
-        if data:
-            self._out.append(SSEEvent("\n".join(data), event or "message", self._id, self._retry, start))
+        data, has_data, event, start = self._data, self._has_data, self._event, self._start
+        self._data, self._has_data, self._event, self._event_bytes, self._start = bytearray(), False, "", 0, 0
+        if has_data:
+            # Decoded whole: invalid bytes become U+FFFD as they would line by line (LF ends any sequence).
+            text = data.decode("utf-8", "replace")
+            del data[:]
+            self._out.append(SSEEvent(text, event or "message", self._id, self._retry, start))
 
 
 def parse_sse(body: bytes, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> list[SSEEvent]:

@@ -264,3 +264,52 @@ def test_what_one_path_costs_is_linear_in_its_length(levels: int) -> None:
     _, used = peak(lambda: writer.write({"jsonPath": path, "numberValue": 1}, dict.get))
     assert used < 16 * KiB + 400 * levels
     assert len(parse_path(path)) == levels
+
+
+# --- Server-sent events: one event's memory is its bytes, not a Python object per line ----------------------
+
+
+def _short_lines(total: int) -> bytes:
+    """One event of ``data:`` lines of two characters each (a JSON string split in pieces), ``total`` bytes."""
+    lines = total // len(b"data: ab\n")
+    return b'data: "\n' + b"data: ab\n" * (lines - 2) + b'data: "\n\n'
+
+
+@pytest.mark.parametrize("feed", ["whole", "by line"])
+def test_an_event_of_many_short_data_lines_holds_about_its_bytes(feed: str) -> None:
+    body = _short_lines(MiB)
+    pieces = [body] if feed == "whole" else body.splitlines(keepends=True)
+    parser = SSEParser(2 * MiB)
+
+    def parse() -> list[Any]:
+        return [event for piece in pieces for event in parser.feed(piece)]
+
+    (event,), used = peak(parse)
+    assert event.data == '"' + "\nab" * (MiB // 9 - 2) + '\n"'  # the lines' values, joined with LF
+    # The buffer, the decoded text and one step of split lines; a str per line held 7 times the body.
+    assert used < 2.5 * len(body) + 2 * MiB
+
+
+def test_the_event_bound_still_counts_the_bytes_of_the_lines() -> None:
+    parser = SSEParser(64 * KiB)
+    with pytest.raises(sf.LlmError, match="max_event_bytes") as caught:
+        parser.feed(_short_lines(MiB))
+    assert caught.value.code == E.LIMIT_EXCEEDED
+
+
+def test_a_recorded_sse_body_of_short_lines_is_checked_within_its_bound(tmp_path: Any) -> None:
+    # One chat chunk whose JSON is spread over 2**17 more lines of two spaces (whitespace JSON allows).
+    lines = 2**17
+    head = b'data: {"id":"c",\n'
+    tail = b'data: "choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+    usage = orjson.dumps({"id": "c", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+    body = head + b"data:   \n" * lines + tail + b"data: " + usage + b"\n\ndata: [DONE]\n\n"
+    path = tmp_path / "short-lines.sse"
+    path.write_bytes(head + tail + b"data: " + usage + b"\n\ndata: [DONE]\n\n")
+    sf.check_file(str(path), "openai-sse")  # what the first check imports is not measured
+    path.write_bytes(body)
+    report, used = peak(lambda: sf.check_file(str(path), "openai-sse"))
+    assert report.error is None and [s.ok for s in report.streams] == [True], report
+    # The reader's batches of lines take ~3.7 times the body; the event's buffer and text a third each. A str
+    # per data line took 7 times the body in all.
+    assert used < 5.5 * len(body)

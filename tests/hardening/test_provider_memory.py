@@ -277,7 +277,7 @@ def _short_lines(total: int) -> bytes:
 
 @pytest.mark.parametrize("feed", ["whole", "by line"])
 def test_an_event_of_many_short_data_lines_holds_about_its_bytes(feed: str) -> None:
-    body = _short_lines(MiB)
+    body = _short_lines(256 * KiB)
     pieces = [body] if feed == "whole" else body.splitlines(keepends=True)
     parser = SSEParser(2 * MiB)
 
@@ -285,9 +285,9 @@ def test_an_event_of_many_short_data_lines_holds_about_its_bytes(feed: str) -> N
         return [event for piece in pieces for event in parser.feed(piece)]
 
     (event,), used = peak(parse)
-    assert event.data == '"' + "\nab" * (MiB // 9 - 2) + '\n"'  # the lines' values, joined with LF
+    assert event.data == '"' + "\nab" * (256 * KiB // 9 - 2) + '\n"'  # the lines' values, joined with LF
     # The buffer, the decoded text and one step of split lines; a str per line held 7 times the body.
-    assert used < 2.5 * len(body) + 2 * MiB
+    assert used < 2.5 * len(body) + 512 * KiB
 
 
 def test_the_event_bound_still_counts_the_bytes_of_the_lines() -> None:
@@ -298,8 +298,8 @@ def test_the_event_bound_still_counts_the_bytes_of_the_lines() -> None:
 
 
 def test_a_recorded_sse_body_of_short_lines_is_checked_within_its_bound(tmp_path: Any) -> None:
-    # One chat chunk whose JSON is spread over 2**17 more lines of two spaces (whitespace JSON allows).
-    lines = 2**17
+    # One chat chunk whose JSON is spread over 2**15 more lines of two spaces (whitespace JSON allows).
+    lines = 2**15
     head = b'data: {"id":"c",\n'
     tail = b'data: "choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
     usage = orjson.dumps({"id": "c", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})

@@ -293,6 +293,7 @@ class AnthropicConverter:
             text = _str(content.get(source, ""), f"{source}.{source}")
             if isinstance(content.get("signature"), str) and content["signature"]:
                 replay = {**(replay or {}), "signature": ""}
+                self.keeper.charge(len(content["signature"]))
                 self.signatures[block.index] = [content["signature"]]
             citations = content.get("citations")
             if kind == "text" and isinstance(citations, list) and citations:
@@ -320,7 +321,9 @@ class AnthropicConverter:
             if parts is None:
                 parts = self.signatures[block.index] = []
                 self.replay[block.index] = {**(self.replay[block.index] or {}), "signature": ""}
-            parts.append(_str(delta.get("signature"), "signature"))
+            piece = _str(delta.get("signature"), "signature")
+            self.keeper.charge(len(piece))
+            parts.append(piece)
             return []
         if kind == "citations_delta" and block.kind == "text":
             citation = delta.get("citation")
@@ -348,11 +351,11 @@ class AnthropicConverter:
         if isinstance(block, _Kept):
             block.ended = True
             data = block.assembled(where)
-            self.keeper.keep(data["type"], block.at, data)
+            self.keeper.keep(data["type"], block.at, data, charged=True)
             return []
         citations = self.citations.pop(block.index, None)
         if citations is not None:
-            self.keeper.keep("citations", block.index, {"citations": citations})
+            self.keeper.keep("citations", block.index, {"citations": citations}, charged=True)
         return block.close()
 
     def end(self) -> list[StreamChunk]:

@@ -22,7 +22,7 @@ from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
 from .convert import closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
-from .replay import Keeper
+from .replay import Keeper, json_size
 
 __all__ = ["BedrockConverter", "bedrock_failure", "bedrock_usage", "from_bedrock_events"]
 
@@ -239,6 +239,7 @@ class BedrockConverter:
         self.slots: dict[int, _Slot] = {}
         self.kept: list[_Kept] = []
         self.signatures: dict[int, list[str]] = {}  # protocol index → the signature's pieces
+        self.keeper = Keeper()  # counts what is kept (and the signatures) as it comes, within its bound
         self.stop_reason: str | None = None
         self.usage: WireUsage | None = None
         self.ended = False
@@ -277,6 +278,7 @@ class BedrockConverter:
         return index, slot
 
     def _keep(self, kind: str, start: Mapping[str, Any], at: int | None = None) -> _Kept:
+        self.keeper.charge(json_size(start, f"a kept {kind}", blobs=True))
         kept = _Kept(kind, self.made if at is None else at, start)
         self.kept.append(kept)
         return kept
@@ -314,6 +316,7 @@ class BedrockConverter:
             elif kind == "toolUse":
                 given = _str(_body(value, "delta.toolUse").get("input"), "delta.toolUse.input")
                 if slot.kept is not None and slot.kept.type == "toolUse":
+                    self.keeper.charge(len(given))
                     slot.kept.parts.append(given)
                 elif slot.block is not None and slot.block.kind == "tool-call":
                     self._add(index, slot.block, given)
@@ -323,8 +326,11 @@ class BedrockConverter:
                 if not isinstance(value, list):
                     raise malformed(f"delta.toolResult must be a list, got {type(value).__name__}")
                 self._kept_slot(slot, "toolResult").parts.extend(value)
+                self.keeper.charge(json_size(value, "delta.toolResult", blobs=True))
             elif kind == "image":
-                self._kept_slot(slot, "image").parts.append(_body(value, "delta.image"))
+                image = _body(value, "delta.image")
+                self.keeper.charge(json_size(image, "delta.image", blobs=True))
+                self._kept_slot(slot, "image").parts.append(image)
             elif kind == "citation":
                 at = slot.ordinal if slot.block is not None else self.made  # the text block it belongs to
                 self._keep("citation", _body(value, "delta.citation"), at)
@@ -338,7 +344,9 @@ class BedrockConverter:
         signature = value.get("signature")
         if signature is not None:
             self._content(index, slot, "reasoning", "")
-            self.signatures.setdefault(slot.ordinal, []).append(_str(signature, "reasoningContent.signature"))
+            piece = _str(signature, "reasoningContent.signature")
+            self.keeper.charge(len(piece))
+            self.signatures.setdefault(slot.ordinal, []).append(piece)
         redacted = value.get("redactedContent")
         if redacted is not None:
             if not isinstance(redacted, str | bytes | bytearray):
@@ -348,6 +356,7 @@ class BedrockConverter:
                     base64.b64decode(redacted, validate=True)
                 except ValueError as exc:
                     raise malformed("reasoningContent.redactedContent is not base64") from exc
+            self.keeper.charge(len(redacted) * 4 // 3 + 4)  # its base64, as it is kept
             self._kept_slot(slot, "redactedContent").parts.append(redacted)
 
     def _kept_slot(self, slot: _Slot, kind: str) -> _Kept:
@@ -413,9 +422,9 @@ class BedrockConverter:
         if finish["kind"] == "stop" and self.made == 0 and not self.kept:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out = queue.take()
-        keeper = Keeper()
+        keeper = self.keeper
         for kept in self.kept:
-            keeper.keep(kept.type, kept.at, kept.data())
+            keeper.keep(kept.type, kept.at, kept.data(), charged=True)
         blocks: list[dict[str, str] | None] | None = None
         if self.signatures:
             blocks = [None] * self.made

@@ -18,7 +18,7 @@ from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
 from .convert import closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
-from .replay import Keeper
+from .replay import Keeper, json_size
 
 __all__ = ["CohereConverter", "cohere_usage", "from_cohere_events"]
 
@@ -134,6 +134,7 @@ class CohereConverter:
         self.ordinals: dict[int, int] = {}  # content index → protocol index, for citations
         self.parts: dict[int, _Part] = {}  # content index → a kept part
         self.kept: list[tuple[str, int, _Part | Mapping[str, Any]]] = []
+        self.keeper = Keeper()  # counts what is kept as it comes, within its bound
         self.plan: ProviderBlock | None = None
         self.plans: list[int] = []
         self.response_id: str | None = None
@@ -197,6 +198,7 @@ class CohereConverter:
         if kind not in ("text", "thinking"):
             if index in self.parts or ("content", index) in self.blocks:
                 raise malformed(f"content {index} began twice")
+            self.keeper.charge(json_size(content, f"a {kind!r} content part"))
             part = self.parts[index] = _Part(self.made, content)
             self.kept.append((str(kind), part.at, part))
             return
@@ -210,6 +212,7 @@ class CohereConverter:
         content = _object(_message(event).get("content"), "content-delta content")
         part = self.parts.get(index)
         if part is not None:
+            self.keeper.charge(json_size(content, "a content-delta of a kept part"))
             part.add(content)
             return
         block = self.blocks.get(("content", index))
@@ -253,6 +256,7 @@ class CohereConverter:
     def _citation(self, citation: Mapping[str, Any]) -> None:
         content = citation.get("content_index")
         at = self.ordinals.get(content, self.made) if type(content) is int else self.made
+        self.keeper.charge(json_size(citation, "a citation"))
         self.kept.append(("citation", at, citation))
 
     def _message_start(self, event: Mapping[str, Any]) -> None:
@@ -313,9 +317,9 @@ class CohereConverter:
         if finish["kind"] == "stop" and self.made == 0 and not self.kept:
             raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
         out = queue.take()
-        keeper = Keeper()
+        keeper = self.keeper
         for kind, at, item in self.kept:
-            keeper.keep(kind, at, item.data() if isinstance(item, _Part) else item)
+            keeper.keep(kind, at, item.data() if isinstance(item, _Part) else item, charged=True)
         replay = keeper.state(responseId=self.response_id, toolPlanBlocks=list(self.plans) or None)
         return out + closing(self.usage, finish, replay)
 

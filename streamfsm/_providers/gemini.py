@@ -275,7 +275,7 @@ class GeminiConverter:
     def _keep(self, kind: str, item: Mapping[str, Any]) -> None:
         data = jsonable(item)
         self.keeper.charge(json_size(data, kind))
-        self.keeper.keep(kind, self.count, data)
+        self.keeper.keep(kind, self.count, data, charged=True)
 
     def _push(self, block: ProviderBlock, text: str) -> int:
         self.queue.push(block, text)
@@ -300,6 +300,7 @@ class GeminiConverter:
         start = self.length
         self.length += len(text)
         if signature is not None:
+            self.keeper.charge(len(signature))  # signatures are kept for replay: counted as the kept items are
             self._entry(self.current_index).setdefault("signatures", []).append([start, self.length, signature])
 
     def _function_call(self, call: Mapping[str, Any], signature: str | None) -> None:
@@ -313,8 +314,9 @@ class GeminiConverter:
                 if args is not None:
                     raise malformed(f"functionCall {self.call.name!r} got whole 'args' while its arguments streamed")
                 self._partial(partial)
-                if signature is not None:
-                    self._entry(self.call_index).setdefault("signature", signature)
+                if signature is not None and "signature" not in self._entry(self.call_index):
+                    self.keeper.charge(len(signature))
+                    self._entry(self.call_index)["signature"] = signature
                 if not going_on:
                     self._end_call()
                 return
@@ -343,6 +345,7 @@ class GeminiConverter:
             if not going_on:
                 self._end_call()
         if signature is not None:
+            self.keeper.charge(len(signature))
             self._entry(index)["signature"] = signature
         if call_id == given:
             self._entry(index)["id"] = True  # Gemini's own: sent back with the function's response

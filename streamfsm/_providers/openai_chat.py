@@ -206,7 +206,7 @@ class OpenAIConverter:
 
     def _keep(self, kind: str, part: Mapping[str, Any]) -> None:
         self.keeper.charge(json_size(part, f"a {kind!r} content part"))
-        self.keeper.keep(kind, self.made, part)
+        self.keeper.keep(kind, self.made, part, charged=True)
         self.split = True
 
     def _tool(self, call: object) -> None:

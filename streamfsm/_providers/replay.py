@@ -15,13 +15,17 @@ signature, the provider's response id). Only ``"kept"`` has this shared form, so
 (:attr:`StreamResult.kept`, :func:`kept_blocks`) and the command (:func:`describe_kept`) can see what was kept,
 whatever the provider.
 
-Bound: a turn keeps at most :data:`MAX_KEPT_CHARS` characters (of the kept items' JSON text, counted as they
-come, in O(1) per delta); past it the converter raises ``LIMIT_EXCEEDED``. The protocol blocks have the
-machine's :class:`~streamfsm.Limits`; kept items do not pass through the machine until the finish.
+Bound: a turn keeps at most :data:`MAX_KEPT_CHARS` characters (of the kept items' JSON text, and of the
+signatures a converter keeps under its other keys: Anthropic's, Bedrock's and Gemini's thought signatures,
+counted as they come, in O(1) per delta); past it the converter raises ``LIMIT_EXCEEDED``. Every converter
+counts through one :class:`Keeper` per turn: what it keeps whole is counted by :meth:`Keeper.keep`, what comes
+in pieces by :meth:`Keeper.charge` as each comes. The protocol blocks have the machine's
+:class:`~streamfsm.Limits`; kept items do not pass through the machine until the finish.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,10 +46,18 @@ _NAMED = 8
 _LONGEST = 60
 
 
-def json_size(value: object, what: str) -> int:
-    """The length of ``value`` as JSON text (what keeping it costs); ``MALFORMED_RESPONSE`` if it is not JSON data."""
+def _as_base64(value: object) -> str:
+    """Bytes (an SDK's blobs, as boto3 gives them) as the base64 text they are kept as."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def json_size(value: object, what: str, *, blobs: bool = False) -> int:
+    """The length of ``value`` as JSON text (what keeping it costs); ``MALFORMED_RESPONSE`` if it is not JSON data.
+    With ``blobs``, bytes count as the base64 text they are kept as (Bedrock's, from boto3)."""
     try:
-        return len(orjson.dumps(value))
+        return len(orjson.dumps(value, default=_as_base64 if blobs else None))
     except (orjson.JSONEncodeError, TypeError) as exc:
         raise LlmError(f"{what} is not JSON data: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
 
@@ -55,9 +67,9 @@ class Keeper:
 
     __slots__ = ("items", "limit", "size")
 
-    def __init__(self, limit: int = MAX_KEPT_CHARS) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.items: list[dict[str, Any]] = []
-        self.limit = limit
+        self.limit = MAX_KEPT_CHARS if limit is None else limit
         self.size = 0
 
     def charge(self, chars: int) -> None:
@@ -69,11 +81,13 @@ class Keeper:
                 ErrorCode.LIMIT_EXCEEDED,
             )
 
-    def keep(self, kind: str, at: int, item: Mapping[str, Any]) -> None:
+    def keep(self, kind: str, at: int, item: Mapping[str, Any], *, charged: bool = False) -> None:
         """Keep ``item`` (a provider's JSON object, copied) of type ``kind``, after ``at`` protocol blocks.
 
-        The caller has charged its size (:meth:`charge`) as its pieces came.
+        Its size is charged (:meth:`charge`) here, unless ``charged``: the caller charged it as its pieces came.
         """
+        if not charged:
+            self.charge(json_size(item, f"a kept {kind!r} item"))
         self.items.append({"type": kind, "at": at, "data": dict(item)})
 
     def state(self, **more: Any) -> dict[str, Any] | None:

@@ -313,3 +313,88 @@ def test_a_recorded_sse_body_of_short_lines_is_checked_within_its_bound(tmp_path
     # The reader's batches of lines take ~3.7 times the body; the event's buffer and text a third each. A str
     # per data line took 7 times the body in all.
     assert used < 5.5 * len(body)
+
+
+# --- What a turn keeps for replay: signatures included, in every converter -----------------------------------
+
+
+KEPT_LIMIT = 64 * KiB
+SIGNATURE = "c2lnbmF0dXJl" * 85  # 1,020 characters of base64
+
+
+def _anthropic_signatures() -> Iterator[dict[str, Any]]:
+    yield {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 1}}}
+    yield {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}
+    while True:
+        yield {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": SIGNATURE}}
+
+
+def _gemini_signatures() -> Iterator[dict[str, Any]]:
+    part = {"text": "t", "thought": True, "thoughtSignature": SIGNATURE}
+    while True:
+        yield {"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}], "responseId": "r"}
+
+
+def _gemini_call_signatures() -> Iterator[dict[str, Any]]:
+    for number in itertools.count():
+        call = {"functionCall": {"name": f"f{number}", "args": {}}, "thoughtSignature": SIGNATURE}
+        yield {"candidates": [{"content": {"role": "model", "parts": [call]}, "index": 0}], "responseId": "r"}
+
+
+def _bedrock_signatures() -> Iterator[dict[str, Any]]:
+    yield {"messageStart": {"role": "assistant"}}
+    delta = {"contentBlockIndex": 0, "delta": {"reasoningContent": {"signature": SIGNATURE}}}
+    while True:
+        yield {"contentBlockDelta": delta}
+
+
+def _bedrock_tool_results() -> Iterator[dict[str, Any]]:
+    yield {"messageStart": {"role": "assistant"}}
+    start = {"toolResult": {"toolUseId": "s1", "type": "web_search_result"}}
+    yield {"contentBlockStart": {"contentBlockIndex": 0, "start": start}}
+    while True:
+        yield {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolResult": [{"text": SIGNATURE}]}}}
+
+
+def _responses_reasoning() -> Iterator[dict[str, Any]]:
+    yield {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress"}}
+    for number in itertools.count():
+        item = {"id": f"rs_{number}", "type": "reasoning", "summary": [], "encrypted_content": SIGNATURE}
+        yield {"type": "response.output_item.done", "output_index": number, "item": item}
+
+
+def _cohere_citations() -> Iterator[dict[str, Any]]:
+    yield {"type": "message-start", "id": "r", "delta": {"message": {"role": "assistant"}}}
+    citation = {"start": 0, "end": 1, "text": SIGNATURE, "sources": [], "type": "TEXT_CONTENT"}
+    for number in itertools.count():
+        yield {"type": "citation-start", "index": number, "delta": {"message": {"citations": citation}}}
+
+
+def _cohere_kept_part() -> Iterator[dict[str, Any]]:
+    yield {"type": "message-start", "id": "r", "delta": {"message": {"role": "assistant"}}}
+    yield {"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "image", "data": ""}}}}
+    while True:
+        yield {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"data": SIGNATURE}}}}
+
+
+KEPT = {
+    "anthropic signatures": (sf.from_anthropic_events, _anthropic_signatures),
+    "gemini text signatures": (sf.from_gemini_chunks, _gemini_signatures),
+    "gemini call signatures": (sf.from_gemini_chunks, _gemini_call_signatures),
+    "bedrock signatures": (sf.from_bedrock_events, _bedrock_signatures),
+    "bedrock tool results": (sf.from_bedrock_events, _bedrock_tool_results),
+    "responses reasoning": (sf.from_openai_responses_events, _responses_reasoning),
+    "cohere citations": (sf.from_cohere_events, _cohere_citations),
+    "cohere kept part": (sf.from_cohere_events, _cohere_kept_part),
+}
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_what_a_turn_keeps_is_bounded_as_it_comes(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("streamfsm._providers.replay.MAX_KEPT_CHARS", KEPT_LIMIT)
+    convert, events = KEPT[name]
+    sent = (orjson.loads(orjson.dumps(e)) for e in itertools.islice(events(), 16 * KEPT_LIMIT // len(SIGNATURE)))
+    error, used = peak(lambda: list(convert(sent)))
+    assert isinstance(error, sf.LlmError) and error.code == E.LIMIT_EXCEEDED, error
+    assert f"more than {KEPT_LIMIT:,} characters of items to keep for replay" in error.message
+    assert used < 4 * KEPT_LIMIT + 256 * KiB  # refused at the limit, not after all 16 times it came

@@ -341,8 +341,8 @@ class LlmAdapter(abc.ABC):
         :class:`LlmError` at the chunk where it broke. An exception from the adapter (its :meth:`resolve_model`
         included) that is not an ``LlmError`` becomes ``LlmError(UNKNOWN)`` with the original as ``__cause__``.
         ``policy=None`` skips the machine. ``limits`` also bound what a converter made by :meth:`stream` holds
-        back before the machine sees it (:data:`STREAM_LIMITS`), with or without the machine. No secret of the adapter (its API key) is in the error raised, nor in
-        its causes.
+        back before the machine sees it (:data:`STREAM_LIMITS`), with or without the machine. No secret of the
+        adapter (its API key) is in the error raised, nor in its causes.
         """
         source: AsyncIterator[StreamChunk] | None = None
         failure: LlmError | None = None

@@ -1,4 +1,5 @@
-"""Fuzzing the HTTP layer (issue 16), as the machine is fuzzed: a hostile server on 127.0.0.1, driven by hypothesis.
+"""Fuzzing the HTTP layer (issue 16), as the machine is fuzzed: a hostile server on 127.0.0.1, driven by hypothesis,
+against the four adapters over HTTP (chat completions, Messages, Responses, Gemini).
 
 Each example is one response written byte for byte: a status line (valid or not), headers, a framing (chunked,
 a content length that is right, short or long, or the connection's close; chunk sizes broken or the last chunk
@@ -21,6 +22,7 @@ import tracemalloc
 import zlib
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -55,6 +57,37 @@ ANTHROPIC_VALID = anthropic_events(
         {"type": "message_stop"},
     ]
 )
+RESPONSES_VALID = [
+    f"event: {e['type']}\ndata: {orjson.dumps(e).decode()}"
+    for e in [
+        {"type": "response.created", "response": {"id": "r", "model": "m", "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "m1", "type": "message"}},
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": "m1", "delta": "he"},
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": "m1", "delta": "llo"},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"id": "m1", "type": "message"}},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "r",
+                "model": "m",
+                "status": "completed",
+                "usage": {"input_tokens": 3, "output_tokens": 2},
+            },
+        },
+    ]
+]
+GEMINI_VALID = [
+    f"data: {orjson.dumps(e).decode()}"
+    for e in [
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "think", "thought": True}]}}]},
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "hello"}]}}]},
+        {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2},
+        },
+    ]
+]
+VALID = {"openai": OPENAI_VALID, "anthropic": ANTHROPIC_VALID, "responses": RESPONSES_VALID, "gemini": GEMINI_VALID}
 ERRORS = [
     'data: {"error": {"message": "overloaded", "type": "overloaded_error"}}',
     'event: error\ndata: {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}',
@@ -194,6 +227,10 @@ def adapter(kind: str, url: str) -> sf.LlmAdapter:
     bounds: dict[str, Any] = {"timeout": 1.0, "deadline": DEADLINE, "max_event_bytes": MAX_EVENT}
     if kind == "openai":
         return sf.OpenAICompatibleAdapter(url, api_key="sk-fuzz", **bounds)
+    if kind == "responses":
+        return sf.OpenAIResponsesAdapter(url, api_key="sk-fuzz", **bounds)
+    if kind == "gemini":
+        return sf.GeminiAdapter(base_url=url, api_key="g-fuzz", **bounds)
     return sf.AnthropicAdapter(base_url=url, api_key="sk-fuzz", **bounds)
 
 
@@ -202,11 +239,11 @@ def adapter(kind: str, url: str) -> sf.LlmAdapter:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
-@given(data=st.data(), kind=st.sampled_from(["openai", "anthropic"]), policy=st.sampled_from(["strict", None]))
+@given(data=st.data(), kind=st.sampled_from(sorted(VALID)), policy=st.sampled_from(["strict", None]))
 def test_nothing_but_an_llm_error_escapes_and_every_bound_holds(
     server: SSEServer, data: st.DataObject, kind: str, policy: str | None
 ) -> None:
-    pieces = data.draw(responses(OPENAI_VALID if kind == "openai" else ANTHROPIC_VALID))
+    pieces = data.draw(responses(VALID[kind]))
     server.queue.clear()
     server.script(Raw(pieces))
 
@@ -219,9 +256,9 @@ def test_nothing_but_an_llm_error_escapes_and_every_bound_holds(
     tracemalloc.start()
     started = time.monotonic()
     try:
-        event(f"{asyncio.run(consume())} chunks")
+        event(f"{kind}: {asyncio.run(consume())} chunks")
     except sf.LlmError as exc:
-        event(str(exc.code))
+        event(f"{kind}: {exc.code}")
     finally:
         elapsed = time.monotonic() - started
         peak = tracemalloc.get_traced_memory()[1]

@@ -118,6 +118,11 @@ def json_number(value: object, what: str) -> str:
             raise malformed(f"{what} must be a finite number, got {value!r}")
         if value.is_integer() and abs(value) <= MAX_INT:
             value = int(value)
+    elif not -(2**63) <= value < 2**64:  # JSON has no bound, orjson has (a dict parsed by another reader may not)
+        try:
+            return str(int(value))
+        except ValueError as exc:  # more digits than Python writes (4,300)
+            raise malformed(f"{what} is an integer of too many digits") from exc
     return orjson.dumps(value).decode()
 
 

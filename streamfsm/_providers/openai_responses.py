@@ -185,7 +185,8 @@ class OpenAIResponsesConverter:
         if self.ended is not None:
             raise malformed(f"event {kind!r} after {self.ended}: a stream of more than one response is not one turn")
         if not isinstance(kind, str):
-            raise malformed(f"an event without a 'type': {sorted(event)[:8]}")
+            names = sorted(key for key in event if isinstance(key, str))[:8]  # a dict given may have other keys
+            raise malformed(f"an event without a 'type': {[name[:40] for name in names]}")
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, event)
@@ -502,7 +503,9 @@ _HANDLERS = {
 
 
 @overload
-def from_openai_responses_events(events: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
+def from_openai_responses_events(
+    events: AsyncIterable[Any], *, limits: Limits | None = None
+) -> AsyncIterator[StreamChunk]: ...
 @overload
 def from_openai_responses_events(events: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
 def from_openai_responses_events(

@@ -18,10 +18,9 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm._providers.gemini_arguments import ArgumentWriter, parse_path
 from streamfsm._providers.blocks import ProviderBlock
+from streamfsm._providers.gemini_arguments import ArgumentWriter, parse_path
 from streamfsm._providers.held import PACK, BlockQueue
-from streamfsm._providers.replay import Keeper
 from streamfsm._providers.sse import SSEParser
 
 from ..sse_server import Raw, Reply, SSEServer, chunked, head
@@ -238,8 +237,10 @@ def _streamed_call(path: str) -> list[dict[str, Any]]:
         chunk({"name": "f", "willContinue": True}),
         chunk({"partialArgs": [argument], "willContinue": True}),
         chunk({}),
-        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
-         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1}},
+        {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1},
+        },
     ]
 
 

@@ -206,3 +206,11 @@ def test_a_peak_within_the_constants_own_spread_is_at_the_constant(peak: int, sp
     (target,) = corpus.targets(result)
     assert target.verdict == verdict
     assert ("within its own spread over 3 runs" in target.measured) == (verdict == "PASS" and spread > 0)
+
+
+def test_provider_memory_quick_run_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import provider_memory
+
+    assert provider_memory.main(["--quick"]) == 0
+    table = capsys.readouterr().out
+    assert "| held (Gemini), 16 times the limit sent |" in table and "| event JSON: a string |" in table

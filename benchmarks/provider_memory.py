@@ -28,6 +28,7 @@ over would cost nothing to hold.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
@@ -124,17 +125,23 @@ HELD: dict[str, tuple[Callable[..., Any], Callable[[], Iterator[dict[str, Any]]]
 Row = tuple[str, str, int, int, str]
 
 
+def _converted(
+    convert: Callable[..., Any], events: Callable[[], Iterator[Any]], count: int, limits: sf.Limits | None
+) -> list[Any]:
+    return list(convert(_fresh(events(), count), limits=limits))
+
+
 def held(scale: int) -> list[Row]:
     rows: list[Row] = []
     within, limit = 8 * MiB // scale, MiB // scale
     for name, (convert, events) in HELD.items():
         count = within // len(PIECE) + 4
-        outcome, used = peak(lambda c=convert, e=events, n=count: list(c(_fresh(e(), n))))
+        outcome, used = peak(functools.partial(_converted, convert, events, count, None))
         assert isinstance(outcome, sf.LlmError) and outcome.code == sf.ErrorCode.STREAM_CLOSED, outcome
         rows.append((f"held ({name}), within the limits", "held bytes", within, used, f"{used / within:.2f}x"))
         limits = sf.Limits(max_stream_bytes=limit)
         count = 16 * limit // len(PIECE) + 4
-        outcome, used = peak(lambda c=convert, e=events, n=count, b=limits: list(c(_fresh(e(), n), limits=b)))
+        outcome, used = peak(functools.partial(_converted, convert, events, count, limits))
         assert isinstance(outcome, sf.LlmError) and outcome.code == sf.ErrorCode.LIMIT_EXCEEDED, outcome
         rows.append(
             (f"held ({name}), 16 times the limit sent", "max_stream_bytes", limit, used, f"{used / limit:.2f}x")

@@ -76,7 +76,8 @@ class StreamMetrics(WireModel):
     ``total_duration``: a turn from its first request to its finish (tools not included); a run from
     start to ``done``. ``chunk_count``: block-protocol chunks the adapter sent, every attempt counted.
     ``tool_call_count``: completed tool calls. ``retry_count``: attempts retried. ``token_usage``: added
-    up over every response that reported usage (None if none did).
+    up over every response that reported usage, one cancelled, timed out or cut off after its ``usage`` came
+    included (None if none did: unknown, never 0).
     """
 
     ttfb: float | None
@@ -302,9 +303,7 @@ class RunLog:
 
     __slots__ = ("_clock", "_hooks", "_logger", "_open", "trace")
 
-    def __init__(
-        self, hooks: Hooks, logger: Logger, clock: Callable[[], float], trace: RunTrace | None = None
-    ) -> None:
+    def __init__(self, hooks: Hooks, logger: Logger, clock: Callable[[], float], trace: RunTrace | None = None) -> None:
         self._hooks = hooks
         self._logger = logger
         self._clock = clock

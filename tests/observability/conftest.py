@@ -48,6 +48,13 @@ class Recorded:
             for point in found.data.data_points
         ]
 
+    def units(self) -> dict[str, str]:
+        """The unit of every metric recorded so far, by name."""
+        data = self.reader.get_metrics_data()
+        if data is None:
+            return {}
+        return {m.name: m.unit for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics}
+
     def histogram(self, metric: str, attributes: Mapping[str, Any] | None = None) -> HistogramDataPoint | None:
         """The one point of histogram ``metric`` whose attributes include ``attributes`` (None: none)."""
         return _one(self.points(metric), attributes or {})

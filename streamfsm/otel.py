@@ -36,11 +36,12 @@ request (``streamfsm._observe``), and the machine never does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Coroutine, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -249,13 +250,15 @@ class _Otel(Instrumentation):
         reason: DoneReason | None = None
         error: LlmError | None = None
         try:
-            async for chunk in call.chunks(chunks):
-                kind = chunk.get("type")
-                if kind == "usage":
-                    usage = _usage_of(chunk)
-                elif kind == "finish":
-                    reason, error = _finish_of(chunk)
-                yield chunk
+            # Closed here, at once, however the stream ends: the adapter's connection is not left to the collector.
+            async with contextlib.aclosing(call.chunks(chunks)) as timed:
+                async for chunk in timed:
+                    kind = chunk.get("type")
+                    if kind == "usage":
+                        usage = _usage_of(chunk)
+                    elif kind == "finish":
+                        reason, error = _finish_of(chunk)
+                    yield chunk
         except LlmError as exc:
             call.end("error", usage, exc)
             raise
@@ -314,11 +317,11 @@ class _Request(RequestTrace):
         self._first: float | None = None
         self._last = 0.0
 
-    def chunks(self, source: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
+    def chunks(self, source: AsyncIterator[StreamChunk]) -> AsyncGenerator[StreamChunk, None]:
         """``source`` with each chunk's arrival timed (and its complete blocks kept, when content is captured)."""
         return self._timed(source)
 
-    async def _timed(self, source: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
+    async def _timed(self, source: AsyncIterator[StreamChunk]) -> AsyncGenerator[StreamChunk, None]:
         clock = self._clock
         record = self._otel.chunk_time.record
         attributes = self.attributes

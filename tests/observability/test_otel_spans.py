@@ -203,6 +203,23 @@ def test_a_bare_adapter_stream_outside_a_run_gets_its_own_chat_span(otel: Record
     assert otel.spans("invoke_agent") == []
 
 
+def test_a_bare_stream_left_early_is_cancelled_and_its_upstream_closed_at_once(otel: Recorded) -> None:
+    _, adapter, _ = make_loop([Turn().text("a", "b", "c").end("stop")])
+
+    async def first() -> None:
+        stream = adapter.generate(sf.GenerateOptions(model="scripted-model"))
+        async for _ in stream:
+            break
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert adapter.closed == 1
+
+    run(first())
+    [chat] = otel.spans("chat")
+    assert chat.status.status_code is StatusCode.UNSET
+    assert (chat.attributes or {})["streamfsm.cancelled"] is True
+    assert (chat.attributes or {})["gen_ai.response.finish_reasons"] == ("cancel",)
+
+
 def test_a_cancel_is_recorded_as_cancelled_not_as_an_error(otel: Recorded) -> None:
     controller = sf.AbortController()
     loop, _, _ = make_loop([Hang(before=Turn().text("Hello").chunks[:2])])

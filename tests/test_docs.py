@@ -251,3 +251,12 @@ def test_the_readme_is_a_front_door() -> None:
     assert [n for n, line in enumerate(lines, 1) if len(line) > 120 and not line.startswith("broken.jsonl:")] == []
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README):
         assert (ROOT / target).exists(), target
+
+
+def test_the_reference_documents_every_public_name() -> None:
+    """Each name of ``streamfsm.__all__`` has its entry (``::: streamfsm.NAME``) on a page of docs/reference/."""
+    listed = re.findall(
+        r"^::: streamfsm\.(\w+)$", "".join(p.read_text(encoding="utf-8") for p in DOCS.glob("reference/*.md")), re.M
+    )
+    assert sorted(set(sf.__all__) - set(listed) - {"__version__"}) == []
+    assert len(listed) == len(set(listed)), "a name documented twice"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import inspect
 import io
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -260,3 +262,46 @@ def test_the_reference_documents_every_public_name() -> None:
     )
     assert sorted(set(sf.__all__) - set(listed) - {"__version__"}) == []
     assert len(listed) == len(set(listed)), "a name documented twice"
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+    """``(page, argv)`` of every command of a ```sh block, its ``&&`` parts apart, comments dropped."""
+    found = []
+    for path in pages():
+        for block in re.findall(r"```sh\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.DOTALL):
+            for line in block.splitlines():
+                for part in re.sub(r"\s+#.*$", "", line).split("&&"):
+                    if part.strip():
+                        found.append((path.relative_to(ROOT).as_posix(), shlex.split(part)))
+    return found
+
+
+def test_every_documented_command_is_one_the_repo_has(tmp_path: Path) -> None:
+    """Each ``streamfsm`` command of the README and the docs is one the command's parser accepts, and each one
+    that names only files of the repository runs as shown (``demo`` runs in test_demo_runs_without_network;
+    URLs, clusters and folders of your own are the examples' stand-ins' business); each ``python -m`` names a
+    module of the repository."""
+    from streamfsm import _cli
+
+    commands = documented_commands()
+    ran = 0
+    for where, argv in commands:
+        if argv[0] in ("streamfsm", ".venv/bin/streamfsm"):
+            try:
+                args = _cli.build_parser().parse_args(argv[1:])
+            except SystemExit as exc:  # argparse's way to refuse
+                raise AssertionError(f"{where}: {' '.join(argv)}") from exc
+            paths = [a for a in argv[2:] if not a.startswith("-") and a not in ("harness", "strict", "local")]
+            if args.command == "check" and paths and all((ROOT / a).exists() for a in paths):
+                done = subprocess.run(
+                    [sys.executable, "-m", "streamfsm", *argv[1:], "--no-progress"],
+                    capture_output=True,
+                    text=True,
+                    cwd=ROOT,
+                    timeout=120,
+                )
+                assert done.returncode in (0, 1), (where, argv, done.stderr)
+                ran += 1
+        elif re.fullmatch(r"(?:.*/)?python3?", argv[0]) and argv[1] == "-m":
+            assert importlib.util.find_spec(argv[2]) is not None, f"{where}: {argv[2]}"
+    assert ran >= 1

@@ -33,7 +33,7 @@ from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import as_event, closing, convert, malformed, non_negative_int
+from .convert import another_turn, as_event, closing, convert, malformed, non_negative_int
 from .gemini_arguments import ArgumentWriter
 from .held import BlockQueue
 from .replay import Keeper, json_size
@@ -201,12 +201,27 @@ class GeminiConverter:
 
     # --- Events ---------------------------------------------------------------------------------------
 
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a chunk whose ``responseId`` is not this turn's, after its
+        ``finishReason`` (Gemini's stream has no end event: the chunks after the finish reason with the same
+        ``responseId``, its usage, are this turn's). Without a ``responseId`` on both, turns cannot be told apart."""
+        feedback = self.prompt_feedback
+        if self.finish_reason is None and (feedback is None or get(feedback, "blockReason") is None):
+            return False
+        found, known = get(event, "responseId"), self.response.get("responseId")
+        return isinstance(found, str) and known is not None and found != known
+
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one ``GenerateContentResponse``; returns the protocol chunks it completes."""
         if event.get("error") is not None:
             raise stream_failure(event, "in the stream")
+        if self.begins_turn(event):
+            raise another_turn(f"{EVENT} with a new responseId after a finishReason", "from_gemini_chunks")
         if self.ended:
             raise malformed(f"{EVENT} after the end of the stream")
+        found, known = get(event, "responseId"), self.response.get("responseId")
+        if isinstance(found, str) and known is not None and found != known:
+            raise malformed(f"response {clip(found, 80)!r} began before response {clip(known, 80)!r} ended")
         for key in ("responseId", "modelVersion"):
             value = get(event, key)
             if key not in self.response and isinstance(value, str):

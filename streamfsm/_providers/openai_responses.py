@@ -26,7 +26,7 @@ from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper
 
@@ -178,10 +178,18 @@ class OpenAIResponsesConverter:
 
     # --- Events ---
 
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a response's first event (``response.created``,
+        ``.queued`` or ``.in_progress``) after this turn's terminal event (``response.completed`` or
+        ``response.incomplete``)."""
+        return self.ended is not None and event.get("type") in _STARTS
+
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.ended is not None:
+            if self.begins_turn(event):
+                raise another_turn(f"event {kind!r} after {self.ended}", "from_openai_responses_events")
             raise malformed(f"event {kind!r} after {self.ended}: a stream of more than one response is not one turn")
         if not isinstance(kind, str):
             raise malformed(f"an event without a 'type': {sorted(event)[:8]}")
@@ -474,6 +482,8 @@ class OpenAIResponsesConverter:
         return []
 
 
+#: The events a response begins with (a server may leave out the first ones).
+_STARTS = frozenset({"response.created", "response.queued", "response.in_progress"})
 _MESSAGE = frozenset({"message"})
 #: A message's content parts that are text, and the field their text is in.
 _PART_FIELDS = {"output_text": "text", "refusal": "refusal"}

@@ -44,8 +44,8 @@ def another_turn(what: str, reader: str) -> LlmError:
     """The first event of a second turn, fed to a converter (which converts one): ``MALFORMED_RESPONSE`` saying
     how to read a recording of several turns (``reader``: the wire API's ``from_...`` function)."""
     return malformed(
-        f"{what}: the first event of another turn, and a converter converts one turn; read a recording of several "
-        f"turns with sf.read_turns(sf.{reader}, events) or sf.read_recordings(path), one stream per turn"
+        f"{what}: the first event of another turn, and a recording of several turns is not one turn; read it with "
+        f"sf.read_turns(sf.{reader}, events) or sf.read_recordings(path), one stream per turn"
     )
 
 

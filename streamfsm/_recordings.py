@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -635,7 +635,9 @@ def _json_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
         yield lineno, raw.decode("utf-8", "backslashreplace").strip()
 
 
-def _provider_events(records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool) -> Iterator[Any]:
+def _provider_events(
+    records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool
+) -> Generator[Any, None, None]:
     """Parsed provider events, with ``where`` following them; an SSE body's ``[DONE]`` as the end of a turn; the
     end markers enforced as the adapters do (the last turn of a chat-completions body ends with ``[DONE]``, of a
     Messages body with ``message_stop``)."""

@@ -49,7 +49,8 @@ A new wire API goes in one new module named for it (as ``openai_responses.py``, 
 1. A sans-IO converter class: ``feed(event: Mapping) -> list[StreamChunk]`` (the chunks one provider event
    completes), ``end() -> list[StreamChunk]`` (the input is over) and ``begins_turn(event) -> bool`` (the
    event starts another turn, this one over: ``feed`` refuses it with ``another_turn(...)``), the
-   ``TurnConverter`` protocol of ``convert.py``; it goes in ``turns.TURN_APIS``. It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
+   ``TurnConverter`` protocol of ``convert.py``; it goes in ``turns.TURN_APIS``.
+   It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
    interleave them; raises ``malformed(...)`` for an event outside the provider's documented format; raises
    ``stream_failure(...)`` (or classifies with ``classify_failure``) for a failure the provider reports, so
    that every API's failures get the codes the HTTP adapters give; maps stop reasons with ``finish_reason``.

@@ -197,7 +197,7 @@ class AnthropicConverter:
 
     def _message_start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         if self.started:
-            raise malformed("message_start before the message_stop of the message before: one turn spliced into another")
+            raise malformed("message_start before the message_stop of the message before: a turn spliced into another")
         self.started = True
         message = event.get("message")
         if not isinstance(message, Mapping):

@@ -223,10 +223,10 @@ class Turns:
                 pass
 
     def _turn(self, converter: TurnConverter) -> Iterator[StreamChunk]:
-        event, self._ahead = self._ahead, None
+        first, self._ahead = self._ahead, None
         try:
-            if event is not None:
-                yield from converter.feed(event)
+            if first is not None:
+                yield from converter.feed(first)
             for event in self._events:
                 if isinstance(event, _EndOfTurn):
                     self._ahead = next((e for e in self._events if not isinstance(e, _EndOfTurn)), None)

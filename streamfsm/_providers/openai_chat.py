@@ -130,7 +130,8 @@ class OpenAIConverter:
         if _new_id(found, self.response_id):
             if self.finish_reason is not None:
                 raise another_turn("a chunk with a new id after a finish_reason", "from_openai_chunks")
-            raise malformed(f"response {clip(str(found), 80)!r} began before response {clip(self.response_id or '', 80)!r} ended")
+            known = clip(self.response_id or "", 80)
+            raise malformed(f"response {clip(str(found), 80)!r} began before response {known!r} ended")
         if self.response_id is None and isinstance(found, str) and found:
             self.response_id = found
             self.model = event.get("model") if isinstance(event.get("model"), str) else None

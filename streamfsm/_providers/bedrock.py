@@ -240,7 +240,7 @@ class BedrockConverter:
         self.signatures: dict[int, list[str]] = {}  # protocol index → the signature's pieces
         self.stop_reason: str | None = None
         self.usage: WireUsage | None = None
-        self.started = False  # messageStart came
+        self.started = False  # an event of this turn came
         self.ended = False
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
@@ -256,9 +256,8 @@ class BedrockConverter:
                     raise another_turn("messageStart after messageStop", "from_bedrock_events")
                 if self.started:
                     raise malformed(
-                        "messageStart before the messageStop of the message before: one turn spliced into another"
+                        "messageStart after the events of a message that did not stop: a turn spliced into another"
                     )
-                self.started = True
             elif name == "contentBlockDelta":
                 self._delta(_body(body, name))
             elif name == "contentBlockStart":
@@ -274,6 +273,7 @@ class BedrockConverter:
             elif isinstance(name, str) and name.endswith("Exception"):
                 raise bedrock_failure(name, body)
             # Events added to the API later: nothing to convert (messageStart's role is always "assistant").
+        self.started = True
         return self.queue.take()
 
     # --- Content ------------------------------------------------------------------------------------

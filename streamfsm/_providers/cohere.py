@@ -263,7 +263,7 @@ class CohereConverter:
 
     def _message_start(self, event: Mapping[str, Any]) -> None:
         if self.started:
-            raise malformed("message-start before the message-end of the message before: one turn spliced into another")
+            raise malformed("message-start before the message-end of the message before: a turn spliced into another")
         self.started = True
         if isinstance(event.get("id"), str):
             self.response_id = event["id"]

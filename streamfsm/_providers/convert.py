@@ -9,6 +9,7 @@ are :mod:`.blocks`; content a provider interleaves is held back by :mod:`.held`;
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
@@ -219,8 +220,9 @@ class Turns:
             first = False
             turn = self._turn(self._new())
             yield turn
-            for _ in turn:  # what the caller left of it
-                pass
+            with contextlib.suppress(LlmError):  # what the caller left of it (an error there ends the turns)
+                for _ in turn:
+                    pass
 
     def _turn(self, converter: TurnConverter) -> Iterator[StreamChunk]:
         first, self._ahead = self._ahead, None

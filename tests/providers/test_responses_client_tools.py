@@ -228,7 +228,13 @@ def test_each_client_tool_runs_in_the_agent_loop_and_goes_back_as_its_output_ite
     first, second, third = (request.json() for request in server.requests)
     assert first["tools"][:3] == [
         {"type": "local_shell"},
-        {"type": "function", "name": "shell", "description": "shell", "parameters": {"type": "object"}, "strict": False},
+        {
+            "type": "function",
+            "name": "shell",
+            "description": "shell",
+            "parameters": {"type": "object"},
+            "strict": False,
+        },
         {"type": "apply_patch"},
     ]
     # The calls go back as the items they came as, each followed by its result as the matching output item.

@@ -191,7 +191,7 @@ def test_gemini_chunks_without_a_response_id_cannot_be_told_apart() -> None:
 
 
 def test_read_turns_names_its_apis() -> None:
-    with pytest.raises(TypeError, match="sf.from_anthropic_events"):
+    with pytest.raises(TypeError, match=r"sf\.from_anthropic_events"):
         sf.read_turns(sf.assemble, [])
     turns = sf.read_turns(sf.from_anthropic_events, [])
     turn = next(turns)  # the first turn always comes

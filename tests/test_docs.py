@@ -1,9 +1,10 @@
-"""The README stays true: its example runs, its diagram is the machine's, its demo works."""
+"""The README and the docs stay true: their examples run, the diagram is the machine's, the demo works."""
 
 from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -12,11 +13,27 @@ from pathlib import Path
 import streamfsm as sf
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def pages() -> list[Path]:
+    """The README and every page of the docs site."""
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def page(name: str) -> str:
+    """The text of one docs page, by its path under ``docs/``."""
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
 def fenced(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.DOTALL)
+    """The fenced blocks of one language, in the README and every docs page."""
+    return [
+        block
+        for path in pages()
+        for block in re.findall(rf"```{lang}\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+    ]
 
 
 def test_readme_example_runs() -> None:
@@ -29,9 +46,10 @@ def test_readme_diagram_is_the_machines() -> None:
     assert diagram == sf.diagram()
 
 
-def test_readme_lists_every_code() -> None:
+def test_the_error_codes_page_lists_every_code() -> None:
+    errors = page("concepts/errors.md")
     for code in sf.ErrorCode:
-        assert f"`{code.value}`" in README, code
+        assert f"`{code.value}`" in errors, code
 
 
 def test_public_names_have_docstrings() -> None:
@@ -71,3 +89,17 @@ def test_demo_runs_without_network() -> None:
     assert "done: stop; 280 prompt + 70 completion tokens; 1 tool call(s)" in done.stdout
     assert "rejected: BLOCK_NOT_OPEN at chunk 4" in done.stdout and "done: error" in done.stdout
     assert done.stderr == ""
+
+
+def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
+    """``mkdocs build --strict``: every page in the nav, every link and anchor resolved, every API page rendered."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "reference" / "streams" / "index.html").read_text(encoding="utf-8").count("doc-heading") > 5

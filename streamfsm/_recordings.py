@@ -601,15 +601,22 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
 
 
 class _Where:
-    """The line of the provider event the converter is working on (the chunks it yields come from it), and of the
-    event before it (a turn's last chunks, made once the first event of the next turn was read)."""
+    """The line of the provider event the converter is working on (the chunks it yields come from it), of the
+    event before it (a turn's last chunks, made once the first event of the next turn was read), and of the event a
+    turn's conversion failed at (``failed``: its line and text)."""
 
-    __slots__ = ("before", "line", "text")
+    __slots__ = ("before", "failed", "line", "text")
 
     def __init__(self) -> None:
         self.line: int | None = None
         self.before: int | None = None
         self.text: str | None = None
+        self.failed: tuple[int | None, str | None] | None = None
+
+    def fail(self, between: bool) -> None:
+        """A turn's conversion failed at the event in hand, or (``between``: the next turn's first event was read)
+        at its end, after the event before."""
+        self.failed = (self.before, None) if between else (self.line, self.text)
 
 
 def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
@@ -694,7 +701,7 @@ def _provider_streams(lines: _Lines, fmt: str, path: str) -> Iterator[RecordedCh
     sse = not lines.first_content().startswith(b"{")
     where = _Where()
     events = _provider_events(_sse_records(lines) if sse else _json_records(lines), where, fmt, sse=sse)
-    turns = Turns(api.new, events)
+    turns = Turns(api.new, events, on_failure=where.fail)
     try:
         for number, chunks in enumerate(turns):
             stream = RecordedChunks(path, number, fmt, iter(()))
@@ -712,6 +719,7 @@ def _turn_entries(chunks: Iterator[Any], where: _Where, stream: RecordedChunks, 
             # Once the next turn's first event was read, what the converter makes came from the events before it.
             yield chunk, where.before if turns.between else where.line, 0
     except LlmError as err:
-        line, text = (where.before, None) if turns.between else (where.line, where.text)
+        line, text = where.failed if where.failed is not None else (where.line, where.text)
+        where.failed = None
         stream.failure, stream.failure_line, stream.failure_text = err, line, text
     stream.more = turns.more

@@ -192,6 +192,7 @@ class AnthropicConverter:
         if kind == "message_stop":
             return self.end()
         if kind == "error":
+            self.stopped = True  # the API ends a stream with its error event: a turn may follow in a recording
             raise stream_failure(event, "event")
         return []  # ping, or an event type added since
 

@@ -241,12 +241,14 @@ class BedrockConverter:
         self.stop_reason: str | None = None
         self.usage: WireUsage | None = None
         self.started = False  # an event of this turn came
+        self.failed = False  # an exception event ended it
         self.ended = False
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a ``messageStart`` after this turn's ``messageStop`` (the
-        turn's ``metadata``, which may come before or after its ``messageStop``, is the turn's own)."""
-        return self.stop_reason is not None and "messageStart" in event
+        turn's ``metadata``, which may come before or after its ``messageStop``, is the turn's own) or after an
+        exception event."""
+        return (self.stop_reason is not None or self.failed) and "messageStart" in event
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event (``{"contentBlockDelta": {...}}``); returns the protocol chunks it completes."""
@@ -271,6 +273,7 @@ class BedrockConverter:
                 if usage is not None:
                     self.usage = bedrock_usage(_body(usage, "metadata.usage"))
             elif isinstance(name, str) and name.endswith("Exception"):
+                self.failed = True  # the stream is over: a recording may hold another message after it
                 raise bedrock_failure(name, body)
             # Events added to the API later: nothing to convert (messageStart's role is always "assistant").
         self.started = True

@@ -174,6 +174,7 @@ class CohereConverter:
         elif kind == "message-end":
             self._message_end(_object(event.get("delta"), "message-end.delta"))
         elif kind == "error":
+            self.done = True  # the stream is over: a recording may hold another message after it
             raise stream_failure(event, "in the stream")
         # content-end, tool-call-end, citation-end: the next block or the end closes a block. debug, and event
         # types added to the API later: nothing to convert.

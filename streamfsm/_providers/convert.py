@@ -191,23 +191,34 @@ class Turns:
     turn's converter makes them; the first turn always comes (an empty recording is one turn, which its converter
     says is not complete). A turn is over where its wire API says (``converter.begins_turn``, on the event that
     starts the next) or at :data:`END_OF_TURN`. Asking for the next turn reads (and drops) what is left of the
-    one before. A turn whose conversion raised is the last: what follows a broken turn cannot be told apart.
-    ``more`` says, once a turn's chunks are over, whether another turn follows.
+    one before. A turn whose conversion raised: one the provider failed (its error event, a failed response: the
+    error's code is the provider's) is over, and the turns go on at the next event that begins one (the failed
+    turn's last events, as a failed response after its error event, are its own); one broken by what its
+    converter could not read (``MALFORMED_RESPONSE``, ``LIMIT_EXCEEDED``) is the last: what follows cannot be
+    told apart. ``more`` says, once a turn's chunks are over, whether another turn follows. ``on_failure(between)``
+    is called when a turn's conversion raised, before any more events are read (``between``: as :attr:`between`).
     """
 
-    __slots__ = ("_ahead", "_broken", "_events", "_new")
+    __slots__ = ("_ahead", "_broken", "_events", "_new", "_on_failure", "_past")
 
-    def __init__(self, new: Callable[[], TurnConverter], events: Iterable[Mapping[str, Any] | _EndOfTurn]) -> None:
+    def __init__(
+        self,
+        new: Callable[[], TurnConverter],
+        events: Iterable[Mapping[str, Any] | _EndOfTurn],
+        on_failure: Callable[[bool], object] | None = None,
+    ) -> None:
         self._new = new
         self._events = iter(events)
+        self._on_failure = on_failure
         self._ahead: Mapping[str, Any] | None = None  # the first event of the next turn, read already
         self._broken = False
+        self._past = False  # an event after the turn in hand was read
 
     @property
     def between(self) -> bool:
-        """Whether the first event of the next turn has been read: the turn in hand is ending (its converter's last
-        chunks, or its error, came from the events before)."""
-        return self._ahead is not None
+        """Whether an event after the turn in hand has been read: its converter's last chunks came from the events
+        before the last one read."""
+        return self._past
 
     @property
     def more(self) -> bool:
@@ -220,24 +231,57 @@ class Turns:
             first = False
             turn = self._turn(self._new())
             yield turn
-            with contextlib.suppress(LlmError):  # what the caller left of it (an error there ends the turns)
+            with contextlib.suppress(LlmError):  # what the caller left of it (an error there is the turn's)
                 for _ in turn:
                     pass
 
     def _turn(self, converter: TurnConverter) -> Iterator[StreamChunk]:
-        first, self._ahead = self._ahead, None
+        first, self._ahead, self._past = self._ahead, None, False
         try:
             if first is not None:
                 yield from converter.feed(first)
             for event in self._events:
                 if isinstance(event, _EndOfTurn):
-                    self._ahead = next((e for e in self._events if not isinstance(e, _EndOfTurn)), None)
+                    self._past = True
+                    self._ahead = self._after_end()
                     break
                 if converter.begins_turn(event):
+                    self._past = True
                     self._ahead = event
                     break
                 yield from converter.feed(event)
             yield from converter.end()
+        except LlmError as err:
+            if self._on_failure is not None:
+                self._on_failure(self._past)
+            self._after_failure(converter, err)
+            raise
         except BaseException:
             self._broken = True
             raise
+
+    def _after_end(self) -> Mapping[str, Any] | None:
+        """The first event after an :data:`END_OF_TURN` (and any more of them), or None at the end."""
+        return next((e for e in self._events if not isinstance(e, _EndOfTurn)), None)
+
+    def _after_failure(self, converter: TurnConverter, err: LlmError) -> None:
+        """A turn's conversion raised ``err``: find the next turn, if there is one to find (the class docstring)."""
+        if self._past:  # its end was read already (the error is its converter's verdict at the end)
+            self._broken = self._ahead is None
+            return
+        self._broken = True
+        if err.code in _UNREADABLE:
+            return
+        try:
+            for event in self._events:
+                self._past = True
+                if isinstance(event, _EndOfTurn) or converter.begins_turn(event):
+                    ahead = self._after_end() if isinstance(event, _EndOfTurn) else event
+                    self._ahead, self._broken = ahead, ahead is None
+                    return
+        except LlmError:  # reading on failed too: the turn's own error is the one to report
+            pass
+
+
+#: The codes of a turn its converter could not read: nothing after it can be told apart.
+_UNREADABLE: Final = frozenset({ErrorCode.MALFORMED_RESPONSE, ErrorCode.LIMIT_EXCEEDED})

@@ -197,6 +197,7 @@ class GeminiConverter:
         self.safety: Any = None
         self.prompt_feedback: Mapping[str, Any] | None = None
         self.usage: WireUsage | None = None
+        self.failed = False  # an error chunk ended it
         self.ended = False
 
     # --- Events ---------------------------------------------------------------------------------------
@@ -204,16 +205,20 @@ class GeminiConverter:
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a chunk whose ``responseId`` is not this turn's, after its
         ``finishReason`` (Gemini's stream has no end event: the chunks after the finish reason with the same
-        ``responseId``, its usage, are this turn's). Without a ``responseId`` on both, turns cannot be told apart."""
+        ``responseId``, its usage, are this turn's), or after an error chunk. Without a ``responseId`` on both,
+        turns cannot be told apart."""
+        found, known = get(event, "responseId"), self.response.get("responseId")
+        if self.failed:  # after an error chunk, any response but this one's
+            return isinstance(found, str) and found != known
         feedback = self.prompt_feedback
         if self.finish_reason is None and (feedback is None or get(feedback, "blockReason") is None):
             return False
-        found, known = get(event, "responseId"), self.response.get("responseId")
         return isinstance(found, str) and known is not None and found != known
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one ``GenerateContentResponse``; returns the protocol chunks it completes."""
         if event.get("error") is not None:
+            self.failed = True  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
         if self.begins_turn(event):
             raise another_turn(f"{EVENT} with a new responseId after a finishReason", "from_gemini_chunks")

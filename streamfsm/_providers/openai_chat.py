@@ -114,17 +114,22 @@ class OpenAIConverter:
         self.usage: WireUsage | None = None
         self.model: str | None = None
         self.response_id: str | None = None
+        self.failed = False  # an error chunk ended it
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a chunk whose ``id`` is not this turn's, after its
-        ``finish_reason`` (the chunk of usage after it has the same ``id``). An SSE body's ``[DONE]`` ends a turn
-        too (the reader of recordings says so). Without an ``id`` on both, turns cannot be told apart."""
+        ``finish_reason`` (the chunk of usage after it has the same ``id``) or an error chunk. An SSE body's
+        ``[DONE]`` ends a turn too (the reader of recordings says so). Without an ``id``, turns cannot be told
+        apart."""
         found = event.get("id")
+        if self.failed:  # after an error chunk, any response but this one's
+            return isinstance(found, str) and bool(found) and found != self.response_id
         return self.finish_reason is not None and _new_id(found, self.response_id)
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
         if event.get("error"):
+            self.failed = True  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
         found = event.get("id")
         if _new_id(found, self.response_id):

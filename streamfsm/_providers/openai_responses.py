@@ -214,8 +214,8 @@ class OpenAIResponsesConverter:
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a response's first event (``response.created``,
-        ``.queued`` or ``.in_progress``) after this turn's terminal event (``response.completed`` or
-        ``response.incomplete``)."""
+        ``.queued`` or ``.in_progress``) after this turn's terminal event (``response.completed``,
+        ``response.incomplete``, ``response.failed``, or an ``error`` event)."""
         return self.ended is not None and event.get("type") in _STARTS
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
@@ -231,6 +231,7 @@ class OpenAIResponsesConverter:
         if handler is not None:
             handler(self, event)
         elif kind == "error":
+            self.ended = kind  # the response is over: a recording may hold another after it
             error = event.get("error")
             if not isinstance(error, Mapping):  # the SDK's ResponseErrorEvent: code, message and param on the event
                 error = {key: event[key] for key in ("code", "message", "param") if key in event}
@@ -238,7 +239,9 @@ class OpenAIResponsesConverter:
         elif kind in ("response.completed", "response.incomplete"):
             return self._finish(kind, self._response(event))
         elif kind == "response.failed":
-            raise self._failed(self._response(event))
+            failure = self._failed(self._response(event))
+            self.ended = kind
+            raise failure
         return self.queue.take()
 
     def _response(self, event: Mapping[str, Any]) -> Mapping[str, Any]:

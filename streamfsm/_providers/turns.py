@@ -75,7 +75,9 @@ def read_turns(reader: Callable[..., Any], events: Iterable[Any]) -> Iterator[It
     Cohere at ``message-end``; Bedrock at ``messageStop`` and its ``metadata``; Gemini at a chunk with a new
     ``responseId`` after a ``finishReason``; chat completions at a chunk with a new ``id`` after a
     ``finish_reason``. A turn that starts before the one before it ended is spliced into it:
-    ``MALFORMED_RESPONSE``, as any conversion error, raised while its chunks are read; that turn is the last.
+    ``MALFORMED_RESPONSE``, raised while its chunks are read, as any conversion error. A turn the provider failed
+    (its error event, a failed response) is followed by the next; one its converter could not read
+    (``MALFORMED_RESPONSE``, ``LIMIT_EXCEEDED``) is the last.
 
     Each turn is converted by a fresh converter, as it is read (give it to :func:`streamfsm.assemble`, or to
     :func:`streamfsm.validate`); asking for the next turn reads what is left of the one before. The first turn

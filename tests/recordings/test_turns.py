@@ -35,7 +35,10 @@ TWO_BODIES = {"chat-two-bodies.sse": ["max-tokens", "tool-calls"], "anthropic-tw
 
 
 def path_of(name: str) -> Path:
-    return TURNS / name if (TURNS / name).exists() else FIXTURES / "anthropic-blocks" / name
+    for folder in (TURNS, FIXTURES / "anthropic-blocks", FIXTURES / "more-provider-streams" / "openai-responses"):
+        if (folder / name).exists():
+            return folder / name
+    raise FileNotFoundError(name)
 
 
 def events_of(name: str) -> list[dict[str, Any]]:
@@ -50,7 +53,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_the_recordings_are_here() -> None:
     assert sorted(p.name for p in TURNS.glob("*.*") if p.suffix in (".jsonl", ".sse")) == sorted(
-        [*(n for n in TWO_TURNS if path_of(n).parent == TURNS), *TWO_BODIES]
+        [*(n for n in TWO_TURNS if path_of(n).parent == TURNS), *TWO_BODIES, "responses-failed-then-text.jsonl"]
     )
     assert {p.name for p in TURNS.glob("LICENSE*")} == {
         "LICENSE-vercel-ai",
@@ -210,3 +213,48 @@ def test_the_agent_loop_and_the_adapters_convert_one_turn() -> None:
         for chunk in convert(events_of("anthropic-tool-search-bm25.1.jsonl")):
             chunks.append(chunk)
     assert [c["type"] for c in chunks].count("finish") == 1
+
+
+def test_a_turn_that_failed_at_its_end_is_followed_by_the_next(capsys: pytest.CaptureFixture[str]) -> None:
+    """A failed response ends its turn as the API says (``response.failed``): the next response is the next turn,
+    each with its verdict. A turn broken mid-way is the last (test_a_turn_spliced_into_another_is_malformed)."""
+    path = TURNS / "responses-failed-then-text.jsonl"
+    status, out, _ = run(capsys, "check", "--json", str(path))
+    failed, answered = (orjson.loads(line) for line in out.splitlines())
+    assert status == 1
+    assert (failed["name"], failed["ok"], failed["code"]) == (f"{path}#0", False, "QUOTA")
+    assert (answered["name"], answered["ok"], answered["finish"]["kind"]) == (f"{path}#1", True, "stop")
+    assert failed["line"] == 3  # the error event; the response.failed after it is the failed turn's own
+    turns = sf.read_turns(sf.from_openai_responses_events, events_of("responses-failed-then-text.jsonl"))
+    with pytest.raises(sf.LlmError) as caught:
+        list(next(turns))
+    assert caught.value.code == sf.ErrorCode.QUOTA
+    expected = sf.assemble(sf.from_openai_responses_events(events_of("azure-text.1.jsonl")))
+    assert sf.assemble(next(turns)).to_wire() == expected.to_wire()
+    assert list(turns) == []
+
+
+@pytest.mark.parametrize(
+    ("convert", "failure", "start"),
+    [
+        (sf.from_openai_chunks, {"error": {"message": "overloaded", "type": "server_error"}}, "chatcmpl-2"),
+        (sf.from_gemini_chunks, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}, "resp-2"),
+    ],
+    ids=["chat", "gemini"],
+)
+def test_an_error_chunk_ends_its_turn(convert: Callable[..., Iterator[Any]], failure: Any, start: str) -> None:
+    if convert is sf.from_openai_chunks:
+        answer = [
+            {"id": start, "choices": [{"index": 0, "delta": {"content": "Hi"}}]},
+            {"id": start, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ]
+    else:
+        answer = [
+            {"responseId": start, "candidates": [{"content": {"parts": [{"text": "Hi"}]}, "finishReason": "STOP"}]},
+        ]
+    turns = sf.read_turns(convert, [failure, *answer])
+    with pytest.raises(sf.LlmError) as caught:
+        list(next(turns))
+    assert caught.value.code == sf.ErrorCode.SERVER
+    assert sf.assemble(next(turns), policy=sf.Policy.HARNESS).text == "Hi"
+    assert list(turns) == []

@@ -23,6 +23,7 @@ from ._errors import ErrorCode, LlmError
 from ._lines import BLANK, BOM, LineTooLong, bounded_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
+from ._quote import quote
 from ._recordings import (
     FORMATS,
     RecordedChunks,
@@ -225,8 +226,8 @@ def _chunk_text(chunk: object) -> str:
         return chunk.text
     try:
         return orjson.dumps(chunk).decode()
-    except TypeError:
-        return repr(chunk)
+    except TypeError:  # not JSON to orjson (nested past 255 levels, an integer past 64 bits): quoted, bounded
+        return quote(chunk, CHUNK_TEXT_MAX)
 
 
 def check_recording(

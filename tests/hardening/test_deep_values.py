@@ -44,11 +44,13 @@ def deep_text(depth: int = DEPTH) -> str:
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
-    lambda inner: st.lists(inner)
-    | st.dictionaries(st.text() | st.integers(), inner)
-    | st.tuples(inner)
-    | st.tuples(inner, inner)
-    | st.just(()),
+    lambda inner: (
+        st.lists(inner)
+        | st.dictionaries(st.text() | st.integers(), inner)
+        | st.tuples(inner)
+        | st.tuples(inner, inner)
+        | st.just(())
+    ),
     max_leaves=30,
 )
 

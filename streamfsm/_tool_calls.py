@@ -223,7 +223,7 @@ class ToolRunner:
         try:
             args, kwargs = found.validate(call.arguments)
         except ToolError as exc:
-            return self._failed(call, str(exc))
+            return self._failed(call, _tool_error(exc))
         except Exception as exc:  # a validator that breaks on these arguments: still the call's failure
             return self._failed(call, f"invalid arguments for tool {quote(call.name)}: {_describe(exc)}", exc)
         seconds = found.timeout if found.timeout is not None else self._timeout
@@ -329,7 +329,7 @@ class ToolRunner:
                 return self._failed(call, _describe(exc), exc)
         raised = value.exc
         if isinstance(raised, ToolError):
-            return self._failed(call, str(raised))
+            return self._failed(call, _tool_error(raised))
         if value.ctrl_c:
             self._on_interrupt(raised, call)
             return Outcome.failure("interrupted: KeyboardInterrupt")
@@ -363,6 +363,28 @@ def _settle(done: asyncio.Future[Any], value: Any) -> None:
         done.set_result(value)
 
 
+def _said(exc: BaseException) -> str | None:
+    """What ``exc`` says (``str(exc)``); ``None`` if its ``__str__`` raises or gives no string. It is the tool's
+    code: whatever it raises is its failure, told as such, never the run's end."""
+    try:
+        text = str(exc)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise  # a Ctrl-C or a cancellation that landed here is not the tool's message
+    except BaseException:
+        return None
+    return text if type(text) is str else None
+
+
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """``Name: message`` of what a tool raised; a message that cannot be read is said to be so."""
+    name = type(exc).__name__
+    text = _said(exc)
+    if text is None:
+        return f"{name} (its message could not be read: its __str__ failed)"
+    return f"{name}: {text}" if text else name
+
+
+def _tool_error(exc: ToolError) -> str:
+    """A :class:`ToolError`'s message as the model gets it (the tool's own words; described if unreadable)."""
+    text = _said(exc)
+    return text if text is not None else _describe(exc)

@@ -26,6 +26,7 @@ from ._models import StreamResult
 from ._quote import quote
 from ._recordings import (
     FORMATS,
+    NOT_JSON_SHOWN,
     RecordedChunks,
     RecordedStream,
     RecordingSource,
@@ -451,6 +452,7 @@ class _FirstLine:
                     record = orjson.loads(content)
                 except orjson.JSONDecodeError:
                     record = None
+                    self.text = short(self.text, NOT_JSON_SHOWN + 1)  # not a recording's line: its start only
                 self.header = isinstance(record, dict) and record.get("type") == "session"
                 yield line
                 break

@@ -321,8 +321,19 @@ class _Numbered:
                 return self._number, raw
 
 
-def _invalid(raw: bytes, reason: str, what: str = "line is not JSON") -> InvalidLine:
-    return InvalidLine(raw.decode("utf-8", "backslashreplace").strip(), reason, what)
+#: How much of a line that is not JSON a report quotes: a file that is not a recording (a folder's link to
+#: ``~/.env``, say) is not echoed past this short prefix, escaped where it is shown.
+NOT_JSON_SHOWN: Final = 16
+#: How much of a malformed packed row (JSON, but not a row's shape) a report quotes.
+ROW_SHOWN: Final = 200
+
+
+def _invalid(raw: bytes, reason: str, what: str = "line is not JSON", shown: int = NOT_JSON_SHOWN) -> InvalidLine:
+    """A refused line, quoted by its first ``shown`` characters (``…`` marks the cut); only those are decoded."""
+    text = raw[: 4 * shown + 64].decode("utf-8", "backslashreplace").strip()
+    if len(text) > shown or len(raw) > 4 * shown + 64:
+        text = text[:shown] + "\u2026"
+    return InvalidLine(text, reason, what)
 
 
 # -- formats ----------------------------------------------------------------------------------------
@@ -557,7 +568,7 @@ def _session_entries(lines: Iterable[bytes]) -> Iterator[tuple[Any, int, int, An
             try:
                 data, members = expand_row(record)
             except MalformedRow as exc:
-                yield _invalid(raw, str(exc), f"malformed {kind} storage row"), lineno, 0, None
+                yield _invalid(raw, str(exc), f"malformed {kind} storage row", ROW_SHOWN), lineno, 0, None
                 continue
             # Only the members hold the row (and a long row's line) while they are taken: nothing of it is held
             # once they are over and the next line is read.

@@ -240,3 +240,13 @@ def test_checking_a_huge_row_holds_no_more_than_half_its_line_besides(tmp_path: 
     peak(tiny)  # imports and caches out of the way
     over = peak(big) - peak(tiny)
     assert over <= 1.5 * big.stat().st_size, (over, big.stat().st_size)
+
+
+def test_long_members_among_short_ones_read_in_place_as_whole() -> None:
+    """Runs of short members are parsed 512 at a time, a run longer than 64 KiB one member at a time."""
+    members = ["x" * 70_000, *(f"s{i}" for i in range(1_500)), "y\\n\u00e9" * 30_000, "z", "w" * 65_000, "é"]
+    data = {"turn": 1, "step": 1, "index": 0, "dt": list(range(len(members) - 1)), "texts": members}
+    raw = orjson.dumps({"type": "text-chunks", "seq0": 0, "time0": 1, "data": data})
+    assert len(raw) > SCAN_BYTES
+    same_as_whole(raw)
+    same_as_whole(raw.replace(b",", b" ,\t"))

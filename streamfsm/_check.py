@@ -23,8 +23,10 @@ from ._errors import ErrorCode, LlmError
 from ._lines import BLANK, BOM, LineTooLong, bounded_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
+from ._quote import quote
 from ._recordings import (
     FORMATS,
+    NOT_JSON_SHOWN,
     RecordedChunks,
     RecordedStream,
     RecordingSource,
@@ -227,8 +229,8 @@ def _chunk_text(chunk: object) -> str:
         return chunk.text
     try:
         return orjson.dumps(chunk).decode()
-    except TypeError:
-        return repr(chunk)
+    except TypeError:  # not JSON to orjson (nested past 255 levels, an integer past 64 bits): quoted, bounded
+        return quote(chunk, CHUNK_TEXT_MAX)
 
 
 def check_recording(
@@ -454,6 +456,7 @@ class _FirstLine:
                     record = orjson.loads(content)
                 except orjson.JSONDecodeError:
                     record = None
+                    self.text = short(self.text, NOT_JSON_SHOWN + 1)  # not a recording's line: its start only
                 self.header = isinstance(record, dict) and record.get("type") == "session"
                 yield line
                 break

@@ -20,6 +20,7 @@ from .._adapter import (
 )
 from .._errors import ErrorCode, LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import ProviderBlock
@@ -73,7 +74,7 @@ def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
 
 
 def _shown(value: object) -> str:
-    return repr(value.get("type")) if isinstance(value, Mapping) else type(value).__name__
+    return quote(value.get("type")) if isinstance(value, Mapping) else type(value).__name__
 
 
 def _text_field(delta: Mapping[str, Any], key: str) -> str:
@@ -164,7 +165,7 @@ class OpenAIConverter:
             if not isinstance(choice, Mapping):
                 raise malformed(f"a choice must be an object, got {type(choice).__name__}")
             if choice.get("index", 0) != 0:
-                raise malformed(f"choice {choice.get('index')!r}: only one choice (n=1) can be converted")
+                raise malformed(f"choice {quote(choice.get('index'))}: only one choice (n=1) can be converted")
             delta = choice.get("delta") or {}
             if not isinstance(delta, Mapping):
                 raise malformed(f"'delta' must be an object, got {type(delta).__name__}")
@@ -191,7 +192,7 @@ class OpenAIConverter:
             reason = choice.get("finish_reason")
             if reason is not None:
                 if not isinstance(reason, str) or not reason:
-                    raise malformed(f"'finish_reason' must be a non-empty string, got {reason!r}")
+                    raise malformed(f"'finish_reason' must be a non-empty string, got {quote(reason)}")
                 self.finish_reason = reason
         usage = event.get("usage")
         if usage is not None:
@@ -258,7 +259,7 @@ class OpenAIConverter:
         if position is None:  # a server that sends calls whole, without an index
             position = self.positions.get(call_id, len(self.calls)) if isinstance(call_id, str) else len(self.calls)
         if isinstance(position, bool) or not isinstance(position, int):
-            raise malformed(f"tool call index must be an integer, got {position!r}")
+            raise malformed(f"tool call index must be an integer, got {quote(position)}")
         block = self.calls.get(position)
         if block is None:
             name = function.get("name")
@@ -273,7 +274,7 @@ class OpenAIConverter:
             self.made += 1
             return
         if call_id is not None and call_id != block.call_id:
-            raise malformed(f"tool call {position} changed its id from {block.call_id!r} to {call_id!r}")
+            raise malformed(f"tool call {position} changed its id from {quote(block.call_id)} to {quote(call_id)}")
         if block.ended:
             if arguments:
                 raise malformed(

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from .._models import MAX_DEPTH
+from .._quote import quote
 from .._shape import MAX_INT
 from .convert import malformed
 
@@ -115,7 +116,7 @@ def json_number(value: object, what: str) -> str:
         raise malformed(f"{what} must be a number, got {type(value).__name__}")
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise malformed(f"{what} must be a finite number, got {value!r}")
+            raise malformed(f"{what} must be a finite number, got {quote(value)}")
         if value.is_integer() and abs(value) <= MAX_INT:
             value = int(value)
     elif not -(2**63) <= value < 2**64:  # JSON has no bound, orjson has (a dict parsed by another reader may not)

@@ -17,7 +17,8 @@ A message cut short (:func:`.classify.clip`: the 4,096-, 500- and 200-character 
 could keep part of a secret that the cut splits, which no later redaction would recognise. So a request's
 secrets are redacted *before* any cut: :meth:`HttpAdapter._converted <.base.HttpAdapter._converted>` makes its
 :class:`Redactor` the active one (:func:`redacting`) while the request and the converter run, and ``clip``
-replaces the secrets (:func:`redact_active`) in a text it is about to cut.
+replaces the secrets (:func:`redact_active`) in a text it is about to cut; so does every quote of a value in a
+message (:func:`streamfsm._quote.quote`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import contextlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from contextvars import ContextVar
 
 from .._errors import ErrorCode, LlmError
+from .._quote import REDACTION, redact_active
 
 __all__ = [
     "REDACTED",
@@ -168,24 +169,16 @@ class Redactor:
         return error
 
 
-_ACTIVE: ContextVar[Redactor | None] = ContextVar("streamfsm_active_redactor", default=None)
-
-
 @contextlib.contextmanager
 def redacting(redactor: Redactor) -> Iterator[None]:
-    """Make ``redactor`` the active one (:func:`redact_active`) for the duration of the block, in this context
-    (a task's own: another request's redactor is never seen)."""
-    token = _ACTIVE.set(redactor)
+    """Make ``redactor`` the active one (:func:`redact_active`, and :func:`streamfsm._quote.quote`) for the duration
+    of the block, in this context (a task's own: another request's redactor is never seen)."""
+    longest = len(redactor.forms[0]) if redactor.forms else 0
+    token = REDACTION.set((redactor.text, longest) if redactor.forms else None)
     try:
         yield
     finally:
-        _ACTIVE.reset(token)
-
-
-def redact_active(text: str) -> str:
-    """``text`` with the active redactor's secrets replaced (as it is when none is active)."""
-    redactor = _ACTIVE.get()
-    return text if redactor is None or not redactor.forms else redactor.text(text)
+        REDACTION.reset(token)
 
 
 def _describe(error: BaseException) -> str | None:

@@ -298,7 +298,10 @@ class AnthropicConverter:
         out.append({"type": "block-start", "index": block.index, "blockType": kind})
         if kind == "tool-call":
             given = content.get("input")
-            arguments = orjson.dumps(given).decode() if isinstance(given, Mapping) and given else ""
+            try:  # nested past orjson's 255 levels, or not JSON data at all: refused as the provider's fault
+                arguments = orjson.dumps(given).decode() if isinstance(given, Mapping) and given else ""
+            except TypeError as exc:  # orjson.JSONEncodeError is one
+                raise malformed(f"{where}: the tool_use input is not JSON data ({exc})") from exc
             block.parts.append(arguments)
             out.append(block.opening(arguments))
         else:

@@ -16,6 +16,7 @@ opens) is bounded whatever its length.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -108,6 +109,14 @@ def _quoted(path: str, i: int) -> tuple[str, int]:
     raise _path_error(path, "a quoted name is not closed")
 
 
+def _string(text: str) -> str:
+    """``text`` as a JSON string (a lone surrogate, which UTF-8 cannot carry, as its ``\\u`` escape)."""
+    try:
+        return orjson.dumps(text).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(text)
+
+
 def json_number(value: object, what: str) -> str:
     """A number as JSON text: an integral value (``3``, or ``3.0`` as a double) as an integer, so that the same
     argument gives the same text whether it came as JSON or through an SDK's ``float``. NaN and infinities are
@@ -161,7 +170,7 @@ class ArgumentWriter:
         out: list[str] = []
         if self.string is not None:
             if string is not None and segments == self.string:  # the open string goes on
-                out.append(orjson.dumps(string).decode()[1:-1])
+                out.append(_string(string)[1:-1])
                 if not going_on:
                     out.append('"')
                     self.string = None
@@ -169,7 +178,7 @@ class ArgumentWriter:
             out.append('"')
             self.string = None
         if string is not None:
-            literal = orjson.dumps(string).decode()
+            literal = _string(string)
             if going_on:
                 literal = literal[:-1]
         elif get(arg, "numberValue") is not None:
@@ -222,7 +231,7 @@ class ArgumentWriter:
             if level.keys:
                 out.append(",")
             level.keys.add(segment)
-            out.append(orjson.dumps(segment).decode())
+            out.append(_string(segment))
             out.append(":")
             return
         if not isinstance(segment, int):

@@ -253,3 +253,25 @@ def test_a_responses_event_with_a_key_that_is_no_string_and_no_type_is_malformed
     with pytest.raises(sf.LlmError, match="an event without a 'type'") as caught:
         list(sf.from_openai_responses_events([event]))
     assert caught.value.code == sf.ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_gemini_string_or_key_with_a_lone_surrogate_is_escaped() -> None:
+    # It was a TypeError from orjson (UTF-8 cannot carry a lone surrogate); JSON writes it as its \u escape.
+    def chunk(call: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"functionCall": call}]}}
+        if finish is None:
+            return {"candidates": [candidate]}
+        usage = {"promptTokenCount": 1, "candidatesTokenCount": 1}
+        return {"candidates": [{**candidate, "finishReason": finish}], "usageMetadata": usage}
+
+    def argument(text: str, going_on: bool) -> dict[str, Any]:
+        return {"jsonPath": "$['k\ud800']", "stringValue": text, "willContinue": going_on}
+
+    events = [
+        chunk({"name": "f", "willContinue": True}),
+        chunk({"partialArgs": [argument("a\udc00", True)], "willContinue": True}),
+        chunk({"partialArgs": [argument("b", False)], "willContinue": True}),
+        chunk({}, "STOP"),
+    ]
+    (call,) = sf.assemble(sf.from_gemini_chunks(events), policy=sf.Policy.HARNESS).tool_calls
+    assert call.arguments == '{"k\\ud800":"a\\udc00b"}'

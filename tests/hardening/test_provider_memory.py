@@ -399,3 +399,33 @@ def test_what_a_turn_keeps_is_bounded_as_it_comes(name: str, monkeypatch: pytest
     assert isinstance(error, sf.LlmError) and error.code == E.LIMIT_EXCEEDED, error
     assert f"more than {KEPT_LIMIT:,} characters of items to keep for replay" in error.message
     assert used < 4 * KEPT_LIMIT + 256 * KiB  # refused at the limit, not after all 16 times it came
+
+
+# --- The agent loop: its stream limits bound what its adapter's converter holds back --------------------------
+
+
+class _HoldingAdapter(sf.LlmAdapter):
+    """An adapter whose stream converts a chat stream that holds its content back behind an incomplete call."""
+
+    async def _events(self) -> Any:
+        for event in _sent(_openai()):
+            yield event
+
+    def stream(self, options: sf.GenerateOptions) -> Any:
+        return sf.from_openai_chunks(self._events())  # made while generate() runs: it takes generate's limits
+
+
+def test_the_agent_loops_stream_limits_bound_what_the_adapter_holds_back() -> None:
+    limits = sf.AgentLimits(stream=LIMITS)
+    loop = sf.AgentLoop(_HoldingAdapter(), [], model="m", limits=limits, retry=sf.RetryPolicy(max_retries=0))
+
+    async def run() -> Any:
+        agent_run = loop.run("hi")
+        async for _ in agent_run:
+            pass
+        return agent_run.error
+
+    error, used = peak(lambda: asyncio.run(run()))
+    assert isinstance(error, sf.LlmError) and error.code == E.LIMIT_EXCEEDED, error
+    assert "held back" in error.message
+    assert used < 2 * LIMIT + MiB

@@ -32,7 +32,8 @@ The shared pieces, each named for what it holds:
 - ``turns.py``: a recording of several turns, one stream per turn (:func:`read_turns`): each converter's
   ``begins_turn`` says where its API ends a turn, ``convert.Turns`` cuts there, for users and the reader.
 - ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
-  until the open one may end, so that the output is valid under ``Policy.STRICT``.
+  until the open one may end, so that the output is valid under ``Policy.STRICT``; what it holds counts against
+  the machine's ``Limits`` (a converter's ``limits``, else those ``generate`` gives the machine).
 - ``replay.py``: what a turn keeps for replay (``Keeper``, within ``MAX_KEPT_CHARS``), how users read it
   (:class:`KeptBlock`, :func:`kept_blocks`, :func:`describe_kept`) and how a request builder puts it back.
 - ``classify.py``: every failure a provider reports, as an ``ErrorCode``: an HTTP error status (with

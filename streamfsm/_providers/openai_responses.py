@@ -348,7 +348,7 @@ class OpenAIResponsesConverter:
             self._message_done(item, data)
         elif item.server:
             self.keeper.charge(json_size(data, f"a {kind}"))
-            self.keeper.keep(kind, item.at, data)
+            self.keeper.keep(kind, item.at, data, charged=True)
         elif kind in CLIENT_TOOLS and not self._server_runs(kind, data):
             self._client_tool(item, data)
         elif kind in _CALLS:

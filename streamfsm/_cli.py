@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
@@ -349,32 +349,144 @@ def _rich_summary(summary: Summary, color: bool) -> bool:
 # -- inputs -----------------------------------------------------------------------------------------
 
 
+#: How often the progress bar is redrawn, and the lines printed meanwhile written (seconds): a terminal that
+#: redraws for every file of a corpus of small ones spends more time drawing than the command spends checking.
+REDRAW: Final = 0.1
+#: Lines held between redraws at most (one file of many streams, or a slow one, does not hold its report).
+HELD_LINES: Final = 2000
+
+
+class _Bar:
+    """A one-line progress bar on a terminal (standard error), redrawn at most every :data:`REDRAW` seconds.
+
+    While it is shown, what the command writes to a terminal (standard error, and standard output when it is one)
+    is held, in order, and written in one go just before a redraw, above the bar: one redraw and one write for the
+    lines of many files, never one per line.
+    """
+
+    def __init__(self, total: int, stream: IO[str], style: Style) -> None:
+        self.total, self.done, self.path = total, 0, ""
+        self._stream, self._style = stream, style
+        self._started = time.monotonic()
+        self._due = self._started  # drawn at the first file, then at most every REDRAW seconds
+        self._drawn = False
+        self._held: list[tuple[IO[str], str]] = []
+        self._lines = 0
+
+    def holder(self, real: IO[str]) -> _Held:
+        """A stand-in for ``real`` (``sys.stdout``, ``sys.stderr``) whose writes are held until the next redraw."""
+        return _Held(self, real)
+
+    def hold(self, real: IO[str], text: str) -> None:
+        self._held.append((real, text))
+        self._lines += text.count("\n")
+        if self._lines >= HELD_LINES or time.monotonic() >= self._due:
+            self.redraw()
+
+    def advance(self, path: str) -> None:
+        """One more file checked (``path``)."""
+        self.done += 1
+        self.path = path
+        if time.monotonic() >= self._due:
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Write what is held, above the bar, and draw the bar again."""
+        self._clear()
+        self._write_held()
+        self._stream.write(self._line())
+        self._stream.flush()
+        self._drawn = True
+        self._due = time.monotonic() + REDRAW
+
+    def close(self) -> None:
+        """Take the bar off the terminal and write what is held."""
+        self._clear()
+        self._write_held()
+        self._stream.flush()
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self._stream.write("\r\x1b[K")
+            self._drawn = False
+
+    def _write_held(self) -> None:
+        held, self._held, self._lines = self._held, [], 0
+        self._stream.flush()  # the bar is off the terminal before the lines go where it was
+        previous: IO[str] | None = None
+        for real, text in held:
+            if previous is not None and real is not previous:
+                previous.flush()  # standard output and error in the order they were written
+            real.write(text)
+            previous = real
+        if previous is not None:
+            previous.flush()
+
+    def _line(self) -> str:
+        """``checking ━━━━━━━━━━───── 1234/3000 0:01 path``, cut to the terminal's width."""
+        width = max(_width(self._stream) - 1, 20)  # the last column: a line that fills it wraps on some terminals
+        seconds = int(time.monotonic() - self._started)
+        count = f"{self.done}/{self.total} {seconds // 60}:{seconds % 60:02d}"
+        cells = max(min(40, width - len(count) - 30), 10)
+        full = cells * self.done // max(self.total, 1)
+        bar = self._style("\u2501" * full, "cyan") + self._style("\u2500" * (cells - full), "dim")
+        room = width - len("checking ") - cells - len(count) - 2
+        path = _cut_to_cells(_tail(printable(self.path), max(room, 0)), room) if room > 1 else ""
+        return f"checking {bar} {count} {self._style(path, 'dim')}".rstrip()
+
+
+class _Held:
+    """A text stream whose writes wait for the progress bar's next redraw (see :class:`_Bar`)."""
+
+    def __init__(self, bar: _Bar, real: IO[str]) -> None:
+        self._bar, self._real = bar, real
+
+    def write(self, text: str) -> int:
+        self._bar.hold(self._real, text)
+        return len(text)
+
+    def flush(self) -> None:
+        """Held until the bar's next redraw, on purpose."""
+
+    def isatty(self) -> bool:
+        return _isatty(self._real)
+
+    def fileno(self) -> int:
+        return self._real.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self._real.encoding
+
+
+def _cut_to_cells(text: str, cells: int) -> str:
+    """The end of ``text`` in at most ``cells`` terminal columns (East Asian wide characters take two)."""
+    import unicodedata
+
+    used = 0
+    for i in range(len(text) - 1, -1, -1):
+        used += 2 if unicodedata.east_asian_width(text[i]) in "WF" else 1
+        if used > cells:
+            return text[i + 1 :]
+    return text
+
+
 @contextlib.contextmanager
-def _progress(total: int, enabled: bool, color: bool) -> Iterator[Any]:
-    """A rich progress bar on standard error, or ``None``; output printed meanwhile goes above it."""
+def _progress(total: int, enabled: bool, color: bool) -> Iterator[_Bar | None]:
+    """A progress bar on standard error, or ``None``; what is printed meanwhile on the terminal goes above it."""
     if not enabled:
         yield None
         return
+    bar = _Bar(total, sys.stderr, Style(color))
+    out, err = sys.stdout, sys.stderr
     try:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    except ImportError:
-        yield None
-        return
-    progress = Progress(
-        TextColumn("checking"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}", style="dim", markup=False),  # a path, not rich markup: [x] is text
-        console=Console(file=sys.stderr, no_color=not color),
-        transient=True,
-        redirect_stdout=_isatty(sys.stdout),
-        redirect_stderr=True,
-    )
-    with progress:
-        progress.add_task("", total=total)
-        yield progress
+        if _isatty(out):
+            sys.stdout = cast("IO[str]", bar.holder(out))
+        sys.stderr = cast("IO[str]", bar.holder(err))
+        yield bar
+    finally:
+        sys.stdout, sys.stderr = out, err
+        bar.close()
 
 
 # -- commands ---------------------------------------------------------------------------------------
@@ -419,7 +531,7 @@ def _check(args: argparse.Namespace) -> int:
             for report in run:
                 _print_file(report, summary, args, style, width)
                 if bar is not None:
-                    bar.update(bar.task_ids[0], advance=1, description=_tail(printable(report.path), 50))
+                    bar.advance(report.path)
     except SchedulerError as exc:
         _complain(f"error: {exc}")
         return EXIT_USAGE

@@ -32,7 +32,7 @@ def compiler_problem() -> str | None:
             compiler = new_compiler()
             customize_compiler(compiler)
             compiler.compile([source], output_dir=scratch, include_dirs=[sysconfig.get_paths()["include"]])
-        except Exception as exc:  # noqa: BLE001  (CompileError, a missing cl.exe or gcc: any reason is the same answer)
+        except Exception as exc:  # CompileError, no gcc or cl.exe: any reason is the same answer
             reason = " ".join(str(exc).split()) or type(exc).__name__
             return reason[:200]
     return None

@@ -456,7 +456,7 @@ class _Held:
 
     @property
     def encoding(self) -> str:
-        return self._real.encoding
+        return str(getattr(self._real, "encoding", "utf-8"))
 
 
 def _cut_to_cells(text: str, cells: int) -> str:

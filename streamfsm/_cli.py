@@ -65,6 +65,7 @@ __all__ = [
     "Summary",
     "format_report",
     "format_summary",
+    "file_json",
     "json_text",
     "main",
 ]
@@ -297,6 +298,32 @@ class Summary:
         if self.unreadable:
             rows.append(("unreadable", "", "-", str(self.unreadable)))
         return rows
+
+    def status(self) -> int:
+        """The command's exit status for what was found (see :data:`EXIT_OK` and the others)."""
+        if self.unreadable:
+            return EXIT_USAGE
+        return EXIT_INVALID if self.invalid else EXIT_OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The closing object of ``check --json``: the counts of the table, and the exit status (no time taken: the
+        same files give the same output, whatever ran them)."""
+        return {
+            "kind": "summary",
+            "policy": self.policy,
+            "files": self.files,
+            "streams": self.streams,
+            "ok": self.ok,
+            "invalid": self.invalid,
+            "codes": {
+                code: {"streams": count, "files": self.code_files[code]}
+                for code, count in sorted(self.codes.items(), key=lambda item: (-item[1], item[0]))
+            },
+            "ok_files": self.ok_files,
+            "empty_files": self.empty,
+            "unreadable_files": self.unreadable,
+            "exit": self.status(),
+        }
 
     def headline(self) -> str:
         """One sentence: how much was checked, under which policy, how long it took, what came out."""
@@ -536,13 +563,13 @@ def _check(args: argparse.Namespace) -> int:
         _complain(f"error: {exc}")
         return EXIT_USAGE
     summary.seconds = time.perf_counter() - started
-    if not args.json:
+    if args.json:
+        _say(json_text(summary.to_json()))
+    else:
         _say("")
         if not (_isatty(sys.stdout) and _rich_summary(summary, color)):
             _say(format_summary(summary, style))
-    if summary.unreadable:
-        return EXIT_USAGE
-    return EXIT_INVALID if summary.invalid else EXIT_OK
+    return summary.status()
 
 
 def _print_file(
@@ -556,14 +583,28 @@ def _print_file(
         count += 1
         summary.add_stream(stream)
         if args.json:
-            _say(json_text(stream.to_json()))
+            _say(json_text({"kind": "stream", **stream.to_json()}))
         elif not (stream.ok and args.quiet):
             _say(format_report(stream, style, width))
     summary.end_file(report.error)
+    if args.json and not count:  # a file that holds no stream, or could not be read, still has its object
+        _say(json_text(file_json(report)))
     if report.error is not None:
         _complain(f"{report.path}: {report.error}")
     elif not count and not (args.json or args.quiet):
         _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
+
+
+def file_json(report: FileReport | FileCheck) -> dict[str, Any]:
+    """The ``check --json`` object of a file that holds no stream: its path, its format (when it was told), and
+    why it could not be read (``null`` when it was read: it records no stream)."""
+    return {
+        "kind": "file",
+        "path": report.path,
+        "format": report.format if report.error is None else None,
+        "streams": 0,
+        "error": report.error,
+    }
 
 
 def _assemble(args: argparse.Namespace) -> int:
@@ -643,16 +684,43 @@ def _color_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: What ``--help`` says of the exit status (the command's and ``check``'s).
+EXIT_STATUS_HELP: Final = f"""exit status:
+  {EXIT_OK}    every stream is valid
+  {EXIT_INVALID}    at least one stream is invalid
+  {EXIT_USAGE}    a usage error, or an input that could not be read (a missing file, a folder with no recordings, \
+a format that cannot be told), whatever the other streams gave
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
+  {EXIT_BROKEN_PIPE}  standard output was closed early (| head)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     import argparse
 
     from . import __version__
 
+    class Formatter(argparse.HelpFormatter):
+        """Each line of a description or epilog filled on its own: the exit status is a list, one code a line."""
+
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            import textwrap
+
+            filled = []
+            for line in text.splitlines():
+                hang = " " * (len(line) - len(line.lstrip()) + (5 if line.startswith("  ") else 0))
+                filled.append(
+                    textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + hang)
+                    if line.strip()
+                    else ""
+                )
+            return "\n".join(filled)
+
     parser = argparse.ArgumentParser(
         prog="streamfsm",
         description="Validate and assemble LLM block streams (DeepSeek Harness StreamChunk protocol).",
-        epilog="exit status: 0 every stream valid, 1 an invalid stream, 2 usage error or unreadable input",
+        epilog=EXIT_STATUS_HELP,
+        formatter_class=Formatter,
     )
     parser.add_argument("--version", action="version", version=f"streamfsm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -660,6 +728,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check",
         help="validate recorded streams",
+        epilog=EXIT_STATUS_HELP,
+        formatter_class=Formatter,
         description="Validate recorded streams: JSON lines of chunks, DeepSeek Harness session logs, or "
         "provider SSE bodies. A folder is walked for *.jsonl, *.ndjson and *.sse files, each also as .gz or "
         ".zst (decompressed as read); a pattern (*, ?, [...], ** for any depth of folders) is matched; a URL "
@@ -671,7 +741,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _policy_option(check, Policy.STRICT.value)
     _format_option(check)
-    check.add_argument("--json", action="store_true", help="print one JSON object per stream (JSON lines)")
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help='print JSON lines: one object per stream ("kind": "stream"), one per file that holds none or could not '
+        'be read ("kind": "file"), and a closing summary ("kind": "summary")',
+    )
     check.add_argument("-q", "--quiet", action="store_true", help="print only the invalid streams and the summary")
     check.add_argument(
         "-j",

@@ -734,8 +734,10 @@ class StreamAssembler:
         try:
             chunk = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
+            from ._lines import not_json  # the cold path: its position as a column of the line
+
             text = line if isinstance(line, str) else line.decode("utf-8", "backslashreplace")
-            self._feed_one(_shape.InvalidLine(text.strip(), str(exc)))
+            self._feed_one(_shape.InvalidLine(text.strip(), not_json(exc)))
             raise AssertionError("unreachable: a line that is not JSON is always rejected") from exc
         self.feed(chunk)
         return chunk

@@ -40,7 +40,7 @@ import orjson
 
 from ._chunk_rows import ROW_TYPES, MalformedRow, expand_row
 from ._errors import ErrorCode, LlmError
-from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, without_bom
+from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, not_json, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
 
@@ -118,6 +118,8 @@ _BEDROCK_EVENTS: Final = frozenset(
 )
 #: How many lines ``auto`` reads ahead into an SSE body to find an event that names its provider.
 _SNIFF_LINES: Final = 10_000
+#: How much of a line a report echoes at most (what ``check`` shows of the line a bad chunk came from).
+ECHO_BYTES: Final = 800
 
 
 class UnknownFormat(Exception):
@@ -205,6 +207,7 @@ class RecordedChunks:
         "path",
         "step",
         "turn",
+        "where",
     )
 
     def __init__(self, path: str, number: int, fmt: str, entries: Iterator[_Entry]) -> None:
@@ -223,6 +226,19 @@ class RecordedChunks:
         self.failure: LlmError | None = None
         self.failure_line: int | None = None
         self.failure_text: str | None = None
+        #: The line the reader is on, as written (see :meth:`written`); ``None`` where the reader does not say.
+        self.where: _Where | None = None
+
+    def written(self) -> str | None:
+        """The line the chunk given last came from, as written in the source (its first :data:`ECHO_BYTES`, an
+        ellipsis marking a cut; of a provider's SSE body, the event's data), or ``None`` where it is not known."""
+        where = self.where
+        if where is None:
+            return None
+        if where.raw is not None:
+            text = where.raw.decode("utf-8", "backslashreplace").strip()
+            return text + "\u2026" if where.cut else text
+        return where.text
 
     def chunks(self) -> Iterator[Any]:
         """The stream's chunks, each once, as they are read (``last``, ``line`` and ``member`` follow them)."""
@@ -498,7 +514,10 @@ def scan_recordings(
     lines.peek(1)  # opens a path now: a file that cannot be read fails here
     fmt = _detect(lines) if format == "auto" else format
     if fmt == "jsonl":
-        return fmt, iter([RecordedChunks(path, 0, fmt, _jsonl_entries(lines))])
+        stream = RecordedChunks(path, 0, fmt, iter(()))
+        stream.where = _Where()
+        stream._entries = _jsonl_entries(lines, stream.where)
+        return fmt, iter([stream])
     if fmt == "harness-session":
         return fmt, _session_streams(lines, path)
     stream = RecordedChunks(path, 0, fmt, iter(()))
@@ -526,23 +545,26 @@ def read_session(source: RecordingSource, *, name: str | None = None) -> Iterato
     return open_recordings(source, "harness-session", name=name)[1]
 
 
-def _jsonl_entries(lines: Iterable[bytes]) -> Iterator[_Entry]:
+def _jsonl_entries(lines: Iterable[bytes], where: _Where) -> Iterator[_Entry]:
     for lineno, raw in _Numbered(lines):
+        where.read(raw)
         try:
             chunk = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            chunk = _invalid(raw, str(exc))
+            chunk = _invalid(raw, not_json(exc))
         del raw  # the line goes before its chunk is checked: a long one is not held twice
         yield chunk, lineno, 0
 
 
-def _session_entries(lines: Iterable[bytes]) -> Iterator[tuple[Any, int, int, Any]]:
-    """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's)."""
+def _session_entries(lines: Iterable[bytes], where: _Where) -> Iterator[tuple[Any, int, int, Any]]:
+    """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's); ``where``
+    follows the line of the chunk given last (``_session_streams`` reads one chunk ahead: it keeps its own)."""
     for lineno, raw in _Numbered(lines):
+        where.read(raw)
         try:
             record = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            yield _invalid(raw, str(exc)), lineno, 0, None
+            yield _invalid(raw, not_json(exc)), lineno, 0, None
             continue
         if not isinstance(record, dict):
             continue
@@ -566,7 +588,8 @@ def _is_finish(chunk: object) -> bool:
 
 def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChunks]:
     """The streams of a session log, one per ``finish``, each read as it is taken (see :func:`read_session`)."""
-    entries = _session_entries(lines)
+    reading, given = _Where(), _Where()  # the line read ahead, and the line of the chunk given last
+    entries = _session_entries(lines, reading)
     ahead = next(entries, None)  # the first chunk of the next stream: there is one when this is not None
     number = 0
 
@@ -574,6 +597,7 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
         nonlocal ahead
         while ahead is not None:
             chunk, line, k, _ = ahead
+            given.raw, given.cut = reading.raw, reading.cut
             ahead = next(entries, None)
             yield chunk, line, k
             if _is_finish(chunk):
@@ -581,6 +605,7 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
 
     while ahead is not None:
         stream = RecordedChunks(path, number, "harness-session", stream_entries())
+        stream.where = given
         data = ahead[3]
         if isinstance(data, dict):  # the turn and step of the stream's first chunk
             stream.turn, stream.step = data.get("turn"), data.get("step")
@@ -593,13 +618,22 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
 
 
 class _Where:
-    """The line of the provider event the converter is working on (the chunks it yields come from it)."""
+    """The line a reader is on: of a provider recording, the line of the event the converter is working on (the
+    chunks it yields come from it) and its data (``text``); of JSON lines and session logs, the first
+    :data:`ECHO_BYTES` of the line as read (``raw``; ``cut`` when the line is longer)."""
 
-    __slots__ = ("line", "text")
+    __slots__ = ("cut", "line", "raw", "text")
 
     def __init__(self) -> None:
         self.line: int | None = None
         self.text: str | None = None
+        self.raw: bytes | None = None
+        self.cut = False
+
+    def read(self, raw: bytes) -> None:
+        """``raw`` is the line being read (a short line is kept as it is: no copy; a long one, its start)."""
+        self.cut = len(raw) > ECHO_BYTES
+        self.raw = raw[:ECHO_BYTES] if self.cut else raw
 
 
 def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
@@ -676,7 +710,7 @@ def _provider_entries(lines: _Lines, fmt: str, stream: RecordedChunks) -> Iterat
     convert: Callable[[Iterable[Any]], Iterator[Any]] = getattr(_providers, _READERS[fmt][0])
     sse = not lines.first_content().startswith(b"{")
     records = _sse_records(lines) if sse else _json_records(lines)
-    where = _Where()
+    where = stream.where = _Where()
     stop_at_finish = sse and fmt not in _MARKERS
     chunks = convert(_provider_events(records, where, fmt, sse=sse))
     try:

@@ -94,7 +94,10 @@ def jsonl(chunks: list[Any]) -> bytes:
 
 
 def reports(out: str) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in out.splitlines()]
+    """The stream objects of ``check --json`` output without their ``kind`` (its file and summary objects left out), or
+    the objects ``assemble`` printed (which have no ``kind``)."""
+    objects = [orjson.loads(line) for line in out.splitlines()]
+    return [{k: v for k, v in o.items() if k != "kind"} for o in objects if o.get("kind", "stream") == "stream"]
 
 
 @pytest.fixture

@@ -63,9 +63,9 @@ __all__ = [
     "EXIT_USAGE",
     "Style",
     "Summary",
+    "file_json",
     "format_report",
     "format_summary",
-    "file_json",
     "json_text",
     "main",
 ]
@@ -659,6 +659,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _policy_option(parser: argparse.ArgumentParser, default: str | None) -> None:
     parser.add_argument(
         "--policy",
+        type=str.lower,  # HARNESS as harness, as the library takes it
         choices=[p.value for p in Policy],
         default=default,
         help="which rules apply: strict (every rule) or harness (interleaved blocks, usage optional)"

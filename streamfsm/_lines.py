@@ -46,7 +46,7 @@ _BLOCK_BYTES: Final = 64 * 1024
 
 
 def not_json(exc: ValueError) -> str:
-    """Why a line is not JSON (``exc``: orjson's ``JSONDecodeError`` for it), with the position as a column of that line.
+    """Why a line is not JSON (``exc``: orjson's ``JSONDecodeError`` for it), the position a column of that line.
 
     orjson counts a line's own LF as the start of a second line: of a line cut short it says ``unexpected end of
     data: line 2 column 1 (char 31)``, where the line has one line and 30 characters. The column here is the
@@ -56,8 +56,8 @@ def not_json(exc: ValueError) -> str:
     msg, pos, doc = getattr(exc, "msg", None), getattr(exc, "pos", None), getattr(exc, "doc", None)
     if not (isinstance(msg, str) and isinstance(pos, int) and isinstance(doc, str)):
         return str(exc)
-    if not doc:  # no text to point into (the bytes were not UTF-8)
-        return msg
+    if not doc:  # no text to point into: the bytes are not UTF-8 (orjson says "str is not valid UTF-8: ...")
+        return "not valid UTF-8" if "UTF-8" in msg else msg
     doc = doc.rstrip(" \t\r\n")  # the line's end, and the JSON whitespace before it
     pos = min(pos, len(doc))
     start = doc.rfind("\n", 0, pos) + 1

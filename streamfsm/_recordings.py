@@ -431,6 +431,32 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     return None
 
 
+#: The SDK packages whose stream objects a converter takes (the module a type comes from, its start), and the format.
+_SDK_FORMATS: Final = (
+    ("openai.types.responses", "openai-responses"),
+    ("openai.", "openai-sse"),
+    ("anthropic.", "anthropic-sse"),
+    ("google.genai.", "gemini"),
+    ("cohere.", "cohere"),
+)
+
+
+def converter_hint(chunk: object) -> str:
+    """What to say of a chunk the machine refused that is a provider's event (its dict, or its SDK's object): which
+    converter turns that provider's stream into chunks (``""`` for anything else). The machine's cold path."""
+    fmt: str | None = None
+    if isinstance(chunk, dict):
+        fmt = _provider_of(chunk)
+    elif not isinstance(chunk, Mapping):
+        module = getattr(type(chunk), "__module__", "") or ""
+        fmt = next((f for prefix, f in _SDK_FORMATS if module.startswith(prefix)), None)
+    if fmt is None:
+        return ""
+    converter, who = _READERS[fmt]
+    api = {"openai-sse": "OpenAI chat completions", "openai-responses": "OpenAI Responses"}.get(fmt, who)
+    return f"; it is an event of the {api} wire API, not a block-protocol chunk: convert them with sf.{converter}(...)"
+
+
 def detect_format(source: RecordingSource) -> str:
     """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not).
 

@@ -789,7 +789,7 @@ def build_parser() -> argparse.ArgumentParser:
     draw = commands.add_parser(
         "diagram",
         help="print the machine's Mermaid state diagram",
-        description="Print the Mermaid state diagram the machine is declared as (the README's).",
+        description="Print the Mermaid state diagram the machine is declared as (the one in docs/concepts/machine.md).",
     )
     _policy_option(draw, None)
     draw.set_defaults(run=_diagram)

@@ -226,7 +226,9 @@ class DoneChunk(WireModel):
     """The last chunk (``{type: "done", reason, usage?}``).
 
     ``reason``: ``stop``, ``tool_use`` (the run stopped at its turn limit with the model still calling
-    tools), ``length`` (max tokens), ``cancel`` (aborted, timed out, over budget) or ``error``.
+    tools), ``length`` (max tokens), ``cancel`` (aborted, timed out, over budget) or ``error``. ``usage``: the
+    run's tokens as its responses reported them, a response cancelled or cut off after its ``usage`` came
+    included; None when none reported any (unknown, which is not 0).
     """
 
     type: Literal["done"] = "done"

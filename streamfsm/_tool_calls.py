@@ -3,7 +3,7 @@ r"""Running a tool call: its arguments checked, the call made under its timeout,
 A :class:`ToolRunner` (one per run) runs the run's calls: each in a task of its own (an async tool) or a thread
 of its own (a sync tool, at most ``threads`` of them at once), under its timeout, and turns whatever happens
 into an :class:`Outcome` — a result, or an error result the model can act on. What a tool may and may not do
-to a run (README, Reliability):
+to a run (docs/project/reliability.md):
 
 - whatever it raises is its failure, ``BaseException``\ s included (``SystemExit`` from argparse,
   ``GeneratorExit``, ``StopIteration``, a ``KeyboardInterrupt`` raised in a worker thread); only a

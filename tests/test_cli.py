@@ -826,14 +826,15 @@ def test_ctrl_c_while_workers_check(
     assert (status, out, err) == (_cli.EXIT_INTERRUPTED, "", "streamfsm: interrupted\n")
 
 
-# -- the README -----------------------------------------------------------------------------------------
+# -- the README and the docs --------------------------------------------------------------------------
 
 
 def readme_examples() -> list[tuple[str, str]]:
-    """``(command, shown output)`` of each README text block that starts with ``$ streamfsm``."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```text\n\$ (streamfsm [^\n]*)\n(.*?)```", readme, flags=re.DOTALL)
-    return [(cmd, shown) for cmd, shown in blocks]
+    """``(command, shown output)`` of each text block of the README and the docs that starts with ``$ streamfsm``."""
+    from .test_docs import fenced
+
+    blocks = [re.fullmatch(r"\$ (streamfsm [^\n]*)\n(.*)", block, flags=re.DOTALL) for block in fenced("text")]
+    return list(dict.fromkeys((m[1], m[2]) for m in blocks if m))
 
 
 def shown_as_pattern(shown: str) -> str:
@@ -850,7 +851,10 @@ def shown_as_pattern(shown: str) -> str:
 
 def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     examples = readme_examples()
-    assert len(examples) == 2
+    assert {cmd for cmd, _ in examples} == {
+        "streamfsm check broken.jsonl",
+        "streamfsm check --policy harness tests/fixtures/harness-sessions",
+    }
     broken = copy.deepcopy(SEED_CHUNKS)
     (tmp_path / "broken.jsonl").write_bytes(
         jsonl([*broken[:4], {"type": "text-delta", "index": 0, "text": "!"}, *broken[4:]])

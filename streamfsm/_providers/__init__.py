@@ -61,7 +61,7 @@ A new wire API goes in one new module named for it (as ``openai_responses.py``, 
    It imports ``httpx`` only under ``TYPE_CHECKING``: ``import streamfsm`` must work without the extra.
 
 Then its public names are re-exported below and by ``streamfsm/__init__.py``, the recordings reader
-(``streamfsm/_recordings.py``) learns its format, and the README's Adapters section gets a table for it.
+(``streamfsm/_recordings.py``) learns its format, and the docs get a page for it (docs/guides/wire-apis/).
 """
 
 from __future__ import annotations

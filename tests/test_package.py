@@ -104,4 +104,4 @@ def test_the_test_extra_holds_every_runtime_extra() -> None:
         "optional-dependencies"
     ]
     in_test = {r.split("[", 1)[1].split("]", 1)[0] for r in extras["test"] if r.startswith("streamfsm[")}
-    assert set(extras) - {"test", "bench", "fuzz", "docs"} == in_test
+    assert set(extras) - {"test", "bench", "fuzz", "docs"} <= in_test

@@ -9,8 +9,8 @@ interrupted; 141 when standard output was closed early.
 The checking itself lives in ``_check.py`` and returns plain reports, run over many files by ``_corpus.py`` (here,
 in worker processes, or on a Dask cluster); this module walks the paths and formats the reports for a terminal or
 as JSON lines. Colours only on
-a terminal (``--color``), never when ``NO_COLOR`` is set; the progress bar and the boxed summary table need
-the ``cli`` extra (``rich``), and the command works without it.
+a terminal (``--color``), never when ``NO_COLOR`` is set; the boxed summary table needs the ``cli`` extra
+(``rich``), and the command works without it (a plain table). The progress bar is the command's own (:class:`_Bar`).
 """
 
 # ruff: noqa: E402  (the start-up guard comes before the imports it guards)

@@ -853,6 +853,7 @@ def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     examples = readme_examples()
     assert {cmd for cmd, _ in examples} == {
         "streamfsm check broken.jsonl",
+        "streamfsm check --json broken.jsonl",
         "streamfsm check --policy harness tests/fixtures/harness-sessions",
     }
     broken = copy.deepcopy(SEED_CHUNKS)

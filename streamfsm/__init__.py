@@ -95,6 +95,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ be
         from_gemini_chunks,
         from_openai_chunks,
         from_openai_responses_events,
+        read_turns,
     )
     from ._recordings import (
         FORMATS,
@@ -209,6 +210,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "from_gemini_chunks",
         "from_openai_chunks",
         "from_openai_responses_events",
+        "read_turns",
     ),
     "_lines": ("iter_lines",),
     "_recordings": (
@@ -387,6 +389,7 @@ __all__ = [
     "parse_flat",
     "read_recordings",
     "read_session",
+    "read_turns",
     "tool",
     "tool_signal",
     "validate",

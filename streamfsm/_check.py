@@ -111,7 +111,8 @@ class StreamReport:
     path: str
     #: 0-based position of the stream in its file.
     stream: int
-    #: Whether the file's format holds several streams (a session log), so the name carries the number.
+    #: Whether the file holds several streams (a session log, a provider recording of several turns), so the name
+    #: carries the number.
     numbered: bool
     format: str
     policy: str
@@ -147,7 +148,8 @@ class StreamReport:
 
     @property
     def name(self) -> str:
-        """``path`` for a file of one stream, ``path#n`` for the n-th stream of a session log."""
+        """``path`` for a file of one stream, ``path#n`` for the n-th stream of a session log or turn of a provider
+        recording of several."""
         return f"{self.path}#{self.stream}" if self.numbered else self.path
 
     def to_json(self) -> dict[str, Any]:
@@ -297,6 +299,7 @@ def _replayed(recording: RecordedStream) -> RecordedChunks:
     stream.turn, stream.step = recording.turn, recording.step
     stream.failure, stream.failure_line = recording.failure, recording.failure_line
     stream.failure_text = recording.failure_text
+    stream.more = recording.more
     return stream
 
 
@@ -304,7 +307,8 @@ def _common(stream: RecordedChunks, policy: Policy, numbered: bool) -> dict[str,
     return {
         "path": stream.path,
         "stream": stream.number,
-        "numbered": numbered,
+        # A provider recording of several turns is named as a session log is: stream by stream.
+        "numbered": numbered or stream.number > 0 or stream.more,
         "format": stream.format,
         "policy": policy.value,
         "chunks": stream.count,

@@ -781,7 +781,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _policy_option(assemble, Policy.STRICT.value)
     _format_option(assemble)
-    assemble.add_argument("--stream", type=int, metavar="N", help="only the N-th stream (0-based) of a session log")
+    assemble.add_argument(
+        "--stream",
+        type=int,
+        metavar="N",
+        help="only the N-th stream (0-based): of a session log, or turn of a provider recording",
+    )
     assemble.add_argument("--compact", action="store_true", help="one line per stream instead of indented JSON")
     _color_option(assemble)
     assemble.set_defaults(run=_assemble)

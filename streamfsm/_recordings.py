@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, Final, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
@@ -43,6 +43,9 @@ from ._errors import ErrorCode, LlmError
 from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, not_json, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
+
+if TYPE_CHECKING:
+    from ._providers.convert import Turns
 
 __all__ = [
     "FORMATS",
@@ -134,7 +137,8 @@ class RecordedStream:
     ``members`` tells the chunks a packed row stood for: ``members[i]`` is ``k`` for the k-th member
     (1-based) of the row on ``lines[i]``, 0 for a chunk that had a line of its own. ``failure`` is an
     error the reading or the provider conversion raised after these chunks (``failure_line``,
-    ``failure_text``: where, and the provider event it raised at).
+    ``failure_text``: where, and the provider event it raised at). A provider recording holds one stream per
+    turn (``more``: another turn follows).
     """
 
     path: str
@@ -149,6 +153,8 @@ class RecordedStream:
     failure: LlmError | None = None
     failure_line: int | None = None
     failure_text: str | None = None
+    #: Whether another stream follows this one in its recording (a provider recording of several turns).
+    more: bool = False
 
     @property
     def finished(self) -> bool:
@@ -203,6 +209,7 @@ class RecordedChunks:
         "k",
         "last",
         "line",
+        "more",
         "number",
         "path",
         "step",
@@ -226,19 +233,20 @@ class RecordedChunks:
         self.failure: LlmError | None = None
         self.failure_line: int | None = None
         self.failure_text: str | None = None
+        #: Whether another stream follows in the recording (known once this one's chunks are over).
+        self.more = False
         #: The line the reader is on, as written (see :meth:`written`); ``None`` where the reader does not say.
         self.where: _Where | None = None
 
     def written(self) -> str | None:
         """The line the chunk given last came from, as written in the source (its first :data:`ECHO_BYTES`, an
-        ellipsis marking a cut; of a provider's SSE body, the event's data), or ``None`` where it is not known."""
+        ellipsis marking a cut), or ``None`` where the reader does not say (a provider recording: its chunks are
+        the converter's, made from one event or several)."""
         where = self.where
-        if where is None:
+        if where is None or where.raw is None:
             return None
-        if where.raw is not None:
-            text = where.raw.decode("utf-8", "backslashreplace").strip()
-            return text + "\u2026" if where.cut else text
-        return where.text
+        text = where.raw.decode("utf-8", "backslashreplace").strip()
+        return text + "\u2026" if where.cut else text
 
     def chunks(self) -> Iterator[Any]:
         """The stream's chunks, each once, as they are read (``last``, ``line`` and ``member`` follow them)."""
@@ -280,6 +288,7 @@ class RecordedChunks:
             self.failure,
             self.failure_line,
             self.failure_text,
+            self.more,
         )
 
 
@@ -546,9 +555,7 @@ def scan_recordings(
         return fmt, iter([stream])
     if fmt == "harness-session":
         return fmt, _session_streams(lines, path)
-    stream = RecordedChunks(path, 0, fmt, iter(()))
-    stream._entries = _provider_entries(lines, fmt, stream)
-    return fmt, iter([stream])
+    return fmt, _provider_streams(lines, fmt, path)
 
 
 def read_recordings(
@@ -644,15 +651,19 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
 
 
 class _Where:
-    """The line a reader is on: of a provider recording, the line of the event the converter is working on (the
-    chunks it yields come from it) and its data (``text``); of JSON lines and session logs, the first
-    :data:`ECHO_BYTES` of the line as read (``raw``; ``cut`` when the line is longer)."""
+    """The line a reader is on. Of a provider recording: the line of the event the converter is working on (the
+    chunks it yields come from it), of the event before it (a turn's last chunks, made once the first event of the
+    next turn was read), and of the event a turn's conversion failed at (``failed``: its line and text). Of JSON
+    lines and session logs: the first :data:`ECHO_BYTES` of the line as read (``raw``; ``cut`` when the line is
+    longer)."""
 
-    __slots__ = ("cut", "line", "raw", "text")
+    __slots__ = ("before", "cut", "failed", "line", "raw", "text")
 
     def __init__(self) -> None:
         self.line: int | None = None
+        self.before: int | None = None
         self.text: str | None = None
+        self.failed: tuple[int | None, str | None] | None = None
         self.raw: bytes | None = None
         self.cut = False
 
@@ -660,6 +671,11 @@ class _Where:
         """``raw`` is the line being read (a short line is kept as it is: no copy; a long one, its start)."""
         self.cut = len(raw) > ECHO_BYTES
         self.raw = raw[:ECHO_BYTES] if self.cut else raw
+
+    def fail(self, between: bool) -> None:
+        """A turn's conversion failed at the event in hand, or (``between``: the next turn's first event was read)
+        at its end, after the event before."""
+        self.failed = (self.before, None) if between else (self.line, self.text)
 
 
 def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
@@ -687,24 +703,31 @@ def _json_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
 
 def _provider_events(
     records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool
-) -> Iterator[Mapping[str, Any]]:
-    """Parsed provider events, with ``where`` following them; the end markers enforced as the adapters do."""
-    from ._providers.convert import event_object  # here: the provider layer imports the core, which imports this
+) -> Generator[Any, None, None]:
+    """Parsed provider events, with ``where`` following them; an SSE body's ``[DONE]`` as the end of a turn; the
+    end markers enforced as the adapters do (the last turn of a chat-completions body ends with ``[DONE]``, of a
+    Messages body with ``message_stop``)."""
+    from ._providers.convert import END_OF_TURN, event_object  # the provider layer imports the core, which imports this
 
     who = _READERS[fmt][1]
+    marker = _MARKERS.get(fmt) if sse else None
+    marked = False  # the last turn ended with its marker
     for line, text in records:
-        where.line, where.text = line, text
-        if sse and fmt == "openai-sse" and text == "[DONE]":
-            return
         if not text:
             continue
+        where.before, where.line, where.text = where.line, line, text
+        if sse and text == "[DONE]":  # chat completions' end; some Responses servers send it too
+            marked = marker == "[DONE]"
+            yield END_OF_TURN
+            continue
         event = event_object(text, who)
+        kind = event.get("type")
+        if kind != "ping":
+            marked = marker == "message_stop" and kind == "message_stop"
         yield event
-        if sse and fmt == "anthropic-sse" and event.get("type") == "message_stop":
-            return
-    if sse and fmt in _MARKERS:
+    if marker is not None and not marked:
         where.text = None
-        raise LlmError(f"{who}: the recording ended without {_MARKERS[fmt]}", ErrorCode.STREAM_CLOSED)
+        raise LlmError(f"{who}: the recording ended without {marker}", ErrorCode.STREAM_CLOSED)
 
 
 #: Per provider format: the converter (by name, in ``streamfsm._providers``) and the provider's name in messages.
@@ -716,37 +739,46 @@ _READERS: Final = {
     "bedrock": ("from_bedrock_events", "Bedrock"),
     "cohere": ("from_cohere_events", "Cohere"),
 }
-#: The SSE bodies that must end with a marker of their own, as the adapters require it; the other wire APIs'
-#: converters say whether the response was complete when the body ends.
+#: The SSE bodies whose last turn must end with a marker of their own, as the adapters require it; the other wire
+#: APIs' converters say whether the response was complete when the body ends.
 _MARKERS: Final = {"openai-sse": "[DONE]", "anthropic-sse": "message_stop"}
 
 
-def _provider_entries(lines: _Lines, fmt: str, stream: RecordedChunks) -> Iterator[_Entry]:
-    """A provider body converted to block-protocol chunks; the converter's error becomes ``stream.failure``.
+def _provider_streams(lines: _Lines, fmt: str, path: str) -> Iterator[RecordedChunks]:
+    """A provider recording converted to block-protocol chunks, one stream per turn (``_providers/turns.py``).
 
-    A recorded SSE body is read as the adapters read a live one: chat completions need ``[DONE]`` and the
-    Messages API ``message_stop``; the other wire APIs have no end marker of their own (their converter says
-    ``STREAM_CLOSED`` when the response did not end), and the body is over at the converter's ``finish``; an
-    event that is not a JSON object is ``MALFORMED_RESPONSE``. Except that the last event needs no blank line
-    after it: a file often ends without one. JSON lines of events are read to the end: an event after the
-    response's end is the converter's to refuse (a recording of two turns is not one stream).
+    A recording holds one or more turns, each ended where its wire API says (SSE bodies and JSON lines of events
+    alike); a recorded SSE body is otherwise read as the adapters read a live one: an event that is not a JSON
+    object is ``MALFORMED_RESPONSE``, and the last turn of a chat-completions or Messages body needs its end
+    marker. Except that the last event needs no blank line after it: a file often ends without one. A turn's
+    conversion error becomes its stream's ``failure``, and that stream is the last.
     """
-    from . import _providers
+    from ._providers.convert import Turns  # the provider layer imports the core, which imports this
+    from ._providers.turns import TURN_APIS
 
-    convert: Callable[[Iterable[Any]], Iterator[Any]] = getattr(_providers, _READERS[fmt][0])
+    api = TURN_APIS[_READERS[fmt][0]]
     sse = not lines.first_content().startswith(b"{")
-    records = _sse_records(lines) if sse else _json_records(lines)
-    where = stream.where = _Where()
-    stop_at_finish = sse and fmt not in _MARKERS
-    chunks = convert(_provider_events(records, where, fmt, sse=sse))
+    where = _Where()
+    events = _provider_events(_sse_records(lines) if sse else _json_records(lines), where, fmt, sse=sse)
+    turns = Turns(api.new, events, on_failure=where.fail)
+    try:
+        for number, chunks in enumerate(turns):
+            stream = RecordedChunks(path, number, fmt, iter(()))
+            stream._entries = _turn_entries(chunks, where, stream, turns)
+            yield stream
+            stream.drain()  # what the caller left of it
+    finally:
+        events.close()  # what is left of the body is not read (a file is closed now)
+
+
+def _turn_entries(chunks: Iterator[Any], where: _Where, stream: RecordedChunks, turns: Turns) -> Iterator[_Entry]:
+    """One turn's chunks with their lines; the converter's error becomes ``stream.failure``."""
     try:
         for chunk in chunks:
-            yield chunk, where.line, 0
-            if stop_at_finish and chunk.get("type") == "finish":
-                break
+            # Once the next turn's first event was read, what the converter makes came from the events before it.
+            yield chunk, where.before if turns.between else where.line, 0
     except LlmError as err:
-        stream.failure, stream.failure_line, stream.failure_text = err, where.line, where.text
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()  # what is left of the body is not read (a file is closed now)
+        line, text = where.failed if where.failed is not None else (where.line, where.text)
+        where.failed = None
+        stream.failure, stream.failure_line, stream.failure_text = err, line, text
+    stream.more = turns.more

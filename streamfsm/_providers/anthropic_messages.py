@@ -26,7 +26,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .replay import Keeper, by_position, json_size, kept_blocks
 from .secrets import check_headers
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -161,12 +161,19 @@ class AnthropicConverter:
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
         self.message: dict[str, Any] = {}
+        self.started = False
         self.stopped = False
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a ``message_start`` after this turn's ``message_stop``."""
+        return self.stopped and event.get("type") == "message_start"
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.stopped and kind != "ping":
+            if self.begins_turn(event):
+                raise another_turn("event 'message_start' after message_stop", "from_anthropic_events")
             raise malformed(f"event {kind!r} after message_stop")
         if kind == "content_block_delta":
             return self._delta(event)
@@ -185,10 +192,14 @@ class AnthropicConverter:
         if kind == "message_stop":
             return self.end()
         if kind == "error":
+            self.stopped = True  # the API ends a stream with its error event: a turn may follow in a recording
             raise stream_failure(event, "event")
         return []  # ping, or an event type added since
 
     def _message_start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
+        if self.started:
+            raise malformed("message_start before the message_stop of the message before: a turn spliced into another")
+        self.started = True
         message = event.get("message")
         if not isinstance(message, Mapping):
             raise malformed("message_start without a 'message' object")

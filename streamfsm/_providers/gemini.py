@@ -33,7 +33,7 @@ from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import as_event, closing, convert, malformed, non_negative_int
+from .convert import another_turn, as_event, closing, convert, malformed, non_negative_int
 from .gemini_arguments import ArgumentWriter
 from .held import BlockQueue
 from .replay import Keeper, json_size
@@ -197,16 +197,36 @@ class GeminiConverter:
         self.safety: Any = None
         self.prompt_feedback: Mapping[str, Any] | None = None
         self.usage: WireUsage | None = None
+        self.failed = False  # an error chunk ended it
         self.ended = False
 
     # --- Events ---------------------------------------------------------------------------------------
 
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a chunk whose ``responseId`` is not this turn's, after its
+        ``finishReason`` (Gemini's stream has no end event: the chunks after the finish reason with the same
+        ``responseId``, its usage, are this turn's), or after an error chunk. Without a ``responseId`` on both,
+        turns cannot be told apart."""
+        found, known = get(event, "responseId"), self.response.get("responseId")
+        if self.failed:  # after an error chunk, any response but this one's
+            return isinstance(found, str) and found != known
+        feedback = self.prompt_feedback
+        if self.finish_reason is None and (feedback is None or get(feedback, "blockReason") is None):
+            return False
+        return isinstance(found, str) and known is not None and found != known
+
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one ``GenerateContentResponse``; returns the protocol chunks it completes."""
         if event.get("error") is not None:
+            self.failed = True  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
+        if self.begins_turn(event):
+            raise another_turn(f"{EVENT} with a new responseId after a finishReason", "from_gemini_chunks")
         if self.ended:
             raise malformed(f"{EVENT} after the end of the stream")
+        found, known = get(event, "responseId"), self.response.get("responseId")
+        if isinstance(found, str) and known is not None and found != known:
+            raise malformed(f"response {clip(found, 80)!r} began before response {clip(known, 80)!r} ended")
         for key in ("responseId", "modelVersion"):
             value = get(event, key)
             if key not in self.response and isinstance(value, str):

@@ -23,8 +23,8 @@ from .._models import ReasoningBlock, TextBlock, ToolCallBlock
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import ProviderBlock
-from .classify import stream_failure
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .classify import clip, stream_failure
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper, KeptBlock, by_position, json_size, kept_blocks
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -85,6 +85,11 @@ def _text_field(delta: Mapping[str, Any], key: str) -> str:
     return value
 
 
+def _new_id(found: object, known: str | None) -> bool:
+    """Whether a chunk's ``id`` names another response than ``known`` (both given)."""
+    return isinstance(found, str) and bool(found) and known is not None and found != known
+
+
 class OpenAIConverter:
     """Turns ``chat.completion.chunk`` objects (as dicts) into block-protocol chunks.
 
@@ -109,13 +114,31 @@ class OpenAIConverter:
         self.usage: WireUsage | None = None
         self.model: str | None = None
         self.response_id: str | None = None
+        self.failed = False  # an error chunk ended it
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a chunk whose ``id`` is not this turn's, after its
+        ``finish_reason`` (the chunk of usage after it has the same ``id``) or an error chunk. An SSE body's
+        ``[DONE]`` ends a turn too (the reader of recordings says so). Without an ``id``, turns cannot be told
+        apart."""
+        found = event.get("id")
+        if self.failed:  # after an error chunk, any response but this one's
+            return isinstance(found, str) and bool(found) and found != self.response_id
+        return self.finish_reason is not None and _new_id(found, self.response_id)
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
         if event.get("error"):
+            self.failed = True  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
-        if self.response_id is None and isinstance(event.get("id"), str):
-            self.response_id = event["id"]
+        found = event.get("id")
+        if _new_id(found, self.response_id):
+            if self.finish_reason is not None:
+                raise another_turn("a chunk with a new id after a finish_reason", "from_openai_chunks")
+            known = clip(self.response_id or "", 80)
+            raise malformed(f"response {clip(str(found), 80)!r} began before response {known!r} ended")
+        if self.response_id is None and isinstance(found, str) and found:
+            self.response_id = found
             self.model = event.get("model") if isinstance(event.get("model"), str) else None
         choices = event.get("choices")
         if choices is None:

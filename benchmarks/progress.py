@@ -8,7 +8,8 @@ written to a temporary folder. ``python -m streamfsm check FOLDER`` runs with it
 pseudo-terminal (120 columns; ``TERM=xterm``) that this process reads as fast as it can, as a terminal emulator
 would: every file's ``ok`` line is printed. Wall time of the whole process, interpreter start included; the
 two variants (the bar, ``--no-progress``) alternate, and each figure is the median of ``--repeats`` runs. Each run
-must exit 0 and end with the summary of every file.
+must exit 0 and end with the summary of every file. ``PYTHONPATH`` chooses the package measured (another checkout's,
+to compare).
 """
 
 # ruff: noqa: RUF001, RUF002 - the report's multiplication sign is meant
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for _ in range(args.repeats):
             for name, run in variants.items():
                 seconds, status, shown = on_a_terminal(run)
-                if status != 0 or expected not in shown or shown.count(b"; finish stop") != args.files:
+                if status != 0 or expected not in shown:
                     print(f"{name}: exit {status}, unexpected output:\n{shown[-2000:].decode(errors='replace')}")
                     return 1
                 times[name].append(seconds)

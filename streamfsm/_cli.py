@@ -396,7 +396,12 @@ class _Bar:
         self._stream, self._style = stream, style
         self._started = time.monotonic()
         self._due = self._started  # drawn at the first file, then at most every REDRAW seconds
-        self._drawn = False
+        self._drawn = 0  # the columns of the bar on the terminal (0: not drawn)
+        self._marks = "\u2501\u2500"
+        try:  # a terminal whose encoding has no box-drawing characters gets ASCII
+            self._marks.encode(getattr(stream, "encoding", None) or "ascii")
+        except (LookupError, UnicodeEncodeError):
+            self._marks = "#-"
         self._held: list[tuple[IO[str], str]] = []
         self._lines = 0
 
@@ -421,9 +426,9 @@ class _Bar:
         """Write what is held, above the bar, and draw the bar again."""
         self._clear()
         self._write_held()
-        self._stream.write(self._line())
+        line, self._drawn = self._line()
+        self._stream.write(line)
         self._stream.flush()
-        self._drawn = True
         self._due = time.monotonic() + REDRAW
 
     def close(self) -> None:
@@ -433,9 +438,10 @@ class _Bar:
         self._stream.flush()
 
     def _clear(self) -> None:
+        # Spaces over the bar, not an erase sequence: a console that takes no ANSI sequences clears it too.
         if self._drawn:
-            self._stream.write("\r\x1b[K")
-            self._drawn = False
+            self._stream.write(f"\r{' ' * self._drawn}\r")
+            self._drawn = 0
 
     def _write_held(self) -> None:
         held, self._held, self._lines = self._held, [], 0
@@ -449,17 +455,19 @@ class _Bar:
         if previous is not None:
             previous.flush()
 
-    def _line(self) -> str:
-        """``checking ━━━━━━━━━━───── 1234/3000 0:01 path``, cut to the terminal's width."""
+    def _line(self) -> tuple[str, int]:
+        """``checking ━━━━━━━━━━───── 1234/3000 0:01 path``, cut to the terminal's width, and its columns."""
         width = max(_width(self._stream) - 1, 20)  # the last column: a line that fills it wraps on some terminals
         seconds = int(time.monotonic() - self._started)
         count = f"{self.done}/{self.total} {seconds // 60}:{seconds % 60:02d}"
         cells = max(min(40, width - len(count) - 30), 10)
         full = cells * self.done // max(self.total, 1)
-        bar = self._style("\u2501" * full, "cyan") + self._style("\u2500" * (cells - full), "dim")
+        done, left = self._marks[0], self._marks[1]
+        bar = self._style(done * full, "cyan") + self._style(left * (cells - full), "dim")
         room = width - len("checking ") - cells - len(count) - 2
-        path = _cut_to_cells(_tail(printable(self.path), max(room, 0)), room) if room > 1 else ""
-        return f"checking {bar} {count} {self._style(path, 'dim')}".rstrip()
+        path, columns = _cut_to_cells(_tail(printable(self.path), max(room, 0)), room) if room > 1 else ("", 0)
+        text = f"checking {bar} {count}" + (f" {self._style(path, 'dim')}" if path else "")
+        return text, len("checking ") + cells + 1 + len(count) + (1 + columns if path else 0)
 
 
 class _Held:
@@ -486,16 +494,18 @@ class _Held:
         return str(getattr(self._real, "encoding", "utf-8"))
 
 
-def _cut_to_cells(text: str, cells: int) -> str:
-    """The end of ``text`` in at most ``cells`` terminal columns (East Asian wide characters take two)."""
+def _cut_to_cells(text: str, cells: int) -> tuple[str, int]:
+    """The end of ``text`` in at most ``cells`` terminal columns (East Asian wide characters take two), and the
+    columns it takes."""
     import unicodedata
 
     used = 0
     for i in range(len(text) - 1, -1, -1):
-        used += 2 if unicodedata.east_asian_width(text[i]) in "WF" else 1
-        if used > cells:
-            return text[i + 1 :]
-    return text
+        width = 2 if unicodedata.east_asian_width(text[i]) in "WF" else 1
+        if used + width > cells:
+            return text[i + 1 :], used
+        used += width
+    return text, used
 
 
 @contextlib.contextmanager

@@ -53,6 +53,7 @@ from ._errors import ErrorCode, LlmError
 from ._flat import DoneChunk, DoneReason, ErrorChunk, TextChunk, ToolCallChunk, done_reason
 from ._models import ToolCallBlock
 from ._observe import IN_RUN, LOGGER, Flat, Hooks, Logger, Meter, RunLog, StreamMetrics, instrumentation
+from ._quote import quote
 from ._retry import AgentLimits, RetryPolicy, TextBudget, over_token_budget, timed_out
 from ._tool_calls import ToolRunner
 from ._tool_phase import ToolPhase
@@ -249,7 +250,7 @@ class AgentRun:
         consumer gets the interrupt instead of the final ``done``."""
         if self._interrupt is None and self.done is None:
             self._interrupt = exc
-        self._stop(LlmError(f"interrupted: KeyboardInterrupt in tool {call.name!r}", ErrorCode.ABORTED))
+        self._stop(LlmError(f"interrupted: KeyboardInterrupt in tool {quote(call.name)}", ErrorCode.ABORTED))
 
     async def _reap(self) -> None:
         """Cancel and wait for every task of the run (producer, back-off sleep, tools). A task already
@@ -379,7 +380,7 @@ class AgentRun:
                 why = (
                     f"not run: {self._cause.message}"
                     if self._cause is not None
-                    else f"not run: the model ended its turn with {kind!r}"
+                    else f"not run: the model ended its turn with {quote(kind)}"
                 )
                 for chunk in await self._end_phase(why):
                     yield chunk

@@ -23,8 +23,10 @@ from ._errors import ErrorCode, LlmError
 from ._lines import BLANK, BOM, LineTooLong, bounded_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
+from ._quote import quote
 from ._recordings import (
     FORMATS,
+    NOT_JSON_SHOWN,
     RecordedChunks,
     RecordedStream,
     RecordingSource,
@@ -227,8 +229,8 @@ def _chunk_text(chunk: object) -> str:
         return chunk.text
     try:
         return orjson.dumps(chunk).decode()
-    except TypeError:
-        return repr(chunk)
+    except TypeError:  # not JSON to orjson (nested past 255 levels, an integer past 64 bits): quoted, bounded
+        return quote(chunk, CHUNK_TEXT_MAX)
 
 
 def check_recording(
@@ -285,9 +287,13 @@ def check_recording(
 
 def _at(stream: RecordedChunks) -> tuple[str, int | None, str | None]:
     """Where the chunk given last came from: its line as written (the chunk as JSON where the reader cannot say,
-    as for chunks given in memory), the line's number, and its member of a packed row."""
-    written = stream.written()
-    return (written if written is not None else _chunk_text(stream.last)), stream.line, stream.member
+    as for chunks given in memory), the line's number, and its member of a packed row.
+
+    A line that is not JSON (or a malformed packed row) is quoted as its :class:`InvalidLine` quotes it, by its
+    start only: a file that is not a recording is never echoed."""
+    last = stream.last
+    written = None if isinstance(last, InvalidLine) else stream.written()
+    return (written if written is not None else _chunk_text(last)), stream.line, stream.member
 
 
 def _replayed(recording: RecordedStream) -> RecordedChunks:
@@ -461,6 +467,7 @@ class _FirstLine:
                     record = orjson.loads(content)
                 except orjson.JSONDecodeError:
                     record = None
+                    self.text = short(self.text, NOT_JSON_SHOWN + 1)  # not a recording's line: its start only
                 self.header = isinstance(record, dict) and record.get("type") == "session"
                 yield line
                 break

@@ -544,7 +544,7 @@ def _complain(text: str) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    inputs = _inputs(args.paths)
+    inputs = _inputs(args.paths, follow_links=args.follow_links)
     for item in inputs:
         if item.skipped is not None:
             _complain(f"{item.path}: {item.skipped}")
@@ -773,6 +773,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="check the files on a Dask cluster: its scheduler's address (tcp://HOST:8786), or 'local' for a "
         "LocalCluster started here (needs the dask extra)",
+    )
+    check.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="in a folder walked or a pattern's matches, read links to files outside it too (not by default: a "
+        "link to ~/.env is not a recording); links to folders are never followed",
     )
     check.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"

@@ -38,7 +38,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
-from ._chunk_rows import ROW_TYPES, MalformedRow, expand_row
+from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
 from ._errors import ErrorCode, LlmError
 from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, not_json, without_bom
 from ._shape import InvalidLine
@@ -346,8 +346,19 @@ class _Numbered:
                 return self._number, raw
 
 
-def _invalid(raw: bytes, reason: str, what: str = "line is not JSON") -> InvalidLine:
-    return InvalidLine(raw.decode("utf-8", "backslashreplace").strip(), reason, what)
+#: How much of a line that is not JSON a report quotes: a file that is not a recording (a folder's link to
+#: ``~/.env``, say) is not echoed past this short prefix, escaped where it is shown.
+NOT_JSON_SHOWN: Final = 16
+#: How much of a malformed packed row (JSON, but not a row's shape) a report quotes.
+ROW_SHOWN: Final = 200
+
+
+def _invalid(raw: bytes, reason: str, what: str = "line is not JSON", shown: int = NOT_JSON_SHOWN) -> InvalidLine:
+    """A refused line, quoted by its first ``shown`` characters (``…`` marks the cut); only those are decoded."""
+    text = raw[: 4 * shown + 64].decode("utf-8", "backslashreplace").strip()
+    if len(text) > shown or len(raw) > 4 * shown + 64:
+        text = text[:shown] + "\u2026"
+    return InvalidLine(text, reason, what)
 
 
 # -- formats ----------------------------------------------------------------------------------------
@@ -594,11 +605,14 @@ def _session_entries(lines: Iterable[bytes], where: _Where) -> Iterator[tuple[An
     follows the line of the chunk given last (``_session_streams`` reads one chunk ahead: it keeps its own)."""
     for lineno, raw in _Numbered(lines):
         where.read(raw)
-        try:
-            record = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            yield _invalid(raw, not_json(exc)), lineno, 0, None
-            continue
+        # A long packed row is read in place, its members parsed as the machine takes them (_chunk_rows.py).
+        record = scan_row(raw) if len(raw) > SCAN_BYTES else None
+        if record is None:
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                yield _invalid(raw, not_json(exc)), lineno, 0, None
+                continue
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
@@ -609,10 +623,14 @@ def _session_entries(lines: Iterable[bytes], where: _Where) -> Iterator[tuple[An
             try:
                 data, members = expand_row(record)
             except MalformedRow as exc:
-                yield _invalid(raw, str(exc), f"malformed {kind} storage row"), lineno, 0, None
+                yield _invalid(raw, str(exc), f"malformed {kind} storage row", ROW_SHOWN), lineno, 0, None
                 continue
+            # Only the members hold the row (and a long row's line) while they are taken: nothing of it is held
+            # once they are over and the next line is read.
+            placed = {"turn": data["turn"], "step": data["step"]}
+            del raw, record, data
             for k, chunk in enumerate(members, start=1):
-                yield chunk, lineno, k, data
+                yield chunk, lineno, k, placed
 
 
 def _is_finish(chunk: object) -> bool:

@@ -26,6 +26,7 @@ from ._adapter import AssistantMessage, Message, ToolResultMessage
 from ._flat import ToolResultChunk
 from ._models import ToolCallBlock
 from ._observe import RunTrace
+from ._quote import quote
 from ._tool_calls import Outcome, ToolRunner
 
 __all__ = ["ToolPhase", "TurnCall"]
@@ -97,7 +98,7 @@ class ToolPhase:
                 if task.cancelled():
                     if self._stopped:
                         continue  # the run was stopped: answer_rest answers it
-                    outcome = Outcome.failure(f"tool {call.block.name!r} was cancelled")
+                    outcome = Outcome.failure(f"tool {quote(call.block.name)} was cancelled")
                 else:
                     outcome = task.result()
                 yield self._answer(call, outcome)

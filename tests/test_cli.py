@@ -263,7 +263,7 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], good: Path) -> None:
 def test_control_characters_are_shown_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Text from a recording never drives the terminal: escape sequences are shown, not sent."""
     torn = tmp_path / "torn.jsonl"
-    torn.write_bytes(b"not json \x1b]0;title\x07\x1b[2J\x00\x9b\n")
+    torn.write_bytes(b"\x1b]0;t\x07\x1b[2J\x00\x9b\n")  # within the 16 characters a line not JSON is shown by
     call = {"id": "c1", "name": "ls\x1b[2J"}
     tool = tmp_path / "tool.jsonl"
     tool.write_bytes(
@@ -279,7 +279,7 @@ def test_control_characters_are_shown_escaped(capsys: pytest.CaptureFixture[str]
     status, out, _ = run(capsys, "check", str(torn), str(tool))
     assert status == 1
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
-    assert "1 | not json \\x1b]0;title\\x07\\x1b[2J\\x00\\x9b" in out
+    assert "1 | \\x1b]0;t\\x07\\x1b[2J\\x00\\x9b" in out
     assert "tool calls: ls\\x1b[2J;" in out and "(E\\x07: m\\x1b[1m)" in out
 
 

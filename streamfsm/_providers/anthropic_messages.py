@@ -22,6 +22,7 @@ from .._adapter import (
 )
 from .._errors import ErrorCode, LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import Kind, ProviderBlock
@@ -174,7 +175,7 @@ class AnthropicConverter:
         if self.stopped and kind != "ping":
             if self.begins_turn(event):
                 raise another_turn("event 'message_start' after message_stop", "from_anthropic_events")
-            raise malformed(f"event {kind!r} after message_stop")
+            raise malformed(f"event {quote(kind)} after message_stop")
         if kind == "content_block_delta":
             return self._delta(event)
         if kind == "content_block_start":
@@ -255,13 +256,13 @@ class AnthropicConverter:
         position = event.get("index")
         block = self.blocks.get(position) if isinstance(position, int) else None
         if block is None:
-            raise malformed(f"{event.get('type')} for block {position!r}, which did not start")
+            raise malformed(f"{event.get('type')} for block {quote(position)}, which did not start")
         return block
 
     def _start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         position = event.get("index")
         if isinstance(position, bool) or not isinstance(position, int) or position in self.blocks:
-            raise malformed(f"content_block_start with a bad or repeated index {position!r}")
+            raise malformed(f"content_block_start with a bad or repeated index {quote(position)}")
         if self.open is not None:
             raise malformed(f"content block {position} started while another block is open")
         out: list[StreamChunk] = []
@@ -274,7 +275,7 @@ class AnthropicConverter:
         """Open a content block (its start, or a block given whole): its first chunks go to ``out``."""
         if not isinstance(content, Mapping) or not isinstance(content.get("type"), str):
             shown = content.get("type") if isinstance(content, Mapping) else type(content).__name__
-            raise malformed(f"{where}: a content block must be an object with a string 'type', got {shown!r}")
+            raise malformed(f"{where}: a content block must be an object with a string 'type', got {quote(shown)}")
         source = content["type"]
         kind = _KINDS.get(source)
         if kind is None:
@@ -340,7 +341,7 @@ class AnthropicConverter:
             return []
         expected, field = _DELTAS[block.kind]
         if kind != expected:
-            raise malformed(f"delta {kind!r} for a {block.kind} block")
+            raise malformed(f"delta {quote(kind)} for a {block.kind} block")
         text = _str(delta.get(field), f"{kind}.{field}")
         if not text:
             return []

@@ -16,6 +16,7 @@ from typing import Any, overload
 import orjson
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
@@ -202,7 +203,7 @@ class _Slot:
 def _index(body: Mapping[str, Any], event: str) -> int:
     index = body.get("contentBlockIndex")
     if type(index) is not int or index < 0:
-        raise malformed(f"{event} with a bad contentBlockIndex {index!r}")
+        raise malformed(f"{event} with a bad contentBlockIndex {quote(index)}")
     return index
 
 
@@ -404,7 +405,7 @@ class BedrockConverter:
             raise malformed("messageStop twice")
         reason = body.get("stopReason")
         if not isinstance(reason, str) or not reason:
-            raise malformed(f"messageStop.stopReason must be a non-empty string, got {reason!r}")
+            raise malformed(f"messageStop.stopReason must be a non-empty string, got {quote(reason)}")
         self.stop_reason = reason
 
     # --- The end ------------------------------------------------------------------------------------

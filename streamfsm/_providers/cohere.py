@@ -12,6 +12,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Hashable, Iterable, It
 from typing import Any, overload
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
@@ -75,7 +76,7 @@ def _message(event: Mapping[str, Any]) -> Mapping[str, Any]:
 def _index(event: Mapping[str, Any]) -> int:
     index = event.get("index")
     if type(index) is not int or index < 0:
-        raise malformed(f"{event.get('type')} with a bad index {index!r}")
+        raise malformed(f"{event.get('type')} with a bad index {quote(index)}")
     return index
 
 
@@ -205,7 +206,7 @@ class CohereConverter:
             if index in self.parts or ("content", index) in self.blocks:
                 raise malformed(f"content {index} began twice")
             part = self.parts[index] = _Part(self.made, content)
-            self.kept.append((str(kind), part.at, part))
+            self.kept.append((kind if isinstance(kind, str) else quote(kind), part.at, part))
             return
         self.ordinals[index] = self.made
         block = ProviderBlock("text" if kind == "text" else "reasoning")
@@ -295,7 +296,7 @@ class CohereConverter:
         if reason == "TIMEOUT":
             raise LlmError("the provider stopped with finish_reason 'TIMEOUT'", ErrorCode.TIMEOUT)
         if not isinstance(reason, str) or not reason:
-            raise malformed(f"message-end.finish_reason must be a non-empty string, got {reason!r}")
+            raise malformed(f"message-end.finish_reason must be a non-empty string, got {quote(reason)}")
         self.reason = reason
         usage = delta.get("usage")
         if usage is not None:

@@ -16,6 +16,7 @@ from typing import Any, Final, Protocol
 import orjson
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._shape import MAX_INT
 from .._wire import StreamChunk, WireFailure, WireFinishReason
 from .classify import clip
@@ -65,9 +66,9 @@ def non_negative_int(value: object, field: str) -> int:
     """A token count: an int from 0 to 2^53-1 (an integral float is accepted: some providers send them)."""
     # The range test comes first: it also refuses NaN and infinity, on which int() would raise.
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_INT:
-        raise malformed(f"usage field {field!r} must be an integer from 0 to 2^53-1, got {value!r}")
+        raise malformed(f"usage field {field!r} must be an integer from 0 to 2^53-1, got {quote(value)}")
     if int(value) != value:
-        raise malformed(f"usage field {field!r} must be an integer, got {value!r}")
+        raise malformed(f"usage field {field!r} must be an integer, got {quote(value)}")
     return int(value)
 
 

@@ -30,6 +30,7 @@ import orjson
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
@@ -247,7 +248,7 @@ class GeminiConverter:
     def _candidate(self, candidate: Mapping[str, Any]) -> None:
         index = get(candidate, "index")
         if index not in (None, 0):
-            raise _not_one_turn(f"candidate {clip(str(index), 40)}")
+            raise _not_one_turn(f"candidate {quote(index, 40)}")
         content = get(candidate, "content")
         if content is not None:
             for part in _list(get(_object(content, "'content'"), "parts"), "'content.parts'"):
@@ -262,7 +263,7 @@ class GeminiConverter:
         reason = get(candidate, "finishReason")
         if reason is not None:
             if not isinstance(reason, str) or not reason:
-                raise malformed(f"finishReason must be a non-empty string, got {reason!r}")
+                raise malformed(f"finishReason must be a non-empty string, got {quote(reason)}")
             self.finish_reason = reason
         message = get(candidate, "finishMessage")
         if isinstance(message, str):
@@ -330,7 +331,9 @@ class GeminiConverter:
         if self.call is not None:
             if name is None or name == self.call.name:  # the streamed call goes on
                 if args is not None:
-                    raise malformed(f"functionCall {self.call.name!r} got whole 'args' while its arguments streamed")
+                    raise malformed(
+                        f"functionCall {quote(self.call.name)} got whole 'args' while its arguments streamed"
+                    )
                 self._partial(partial)
                 if signature is not None:
                     self._entry(self.call_index).setdefault("signature", signature)
@@ -353,7 +356,7 @@ class GeminiConverter:
             try:
                 arguments = orjson.dumps(_object(args, "'functionCall.args'")).decode()
             except TypeError as exc:
-                raise malformed(f"functionCall {name!r}: its args are not JSON ({exc})") from exc
+                raise malformed(f"functionCall {quote(name)}: its args are not JSON ({exc})") from exc
             index = self._push(block, arguments)
         else:
             index = self._push(block, "")

@@ -28,6 +28,7 @@ from typing import Any, overload
 import orjson
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
@@ -99,7 +100,7 @@ def _str(value: object, what: str) -> str:
 def _position(event: Mapping[str, Any], key: str) -> int:
     value = event.get(key, 0 if key != "output_index" else None)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise malformed(f"{event.get('type')}: {key!r} must be an integer ≥ 0, got {value!r}")
+        raise malformed(f"{event.get('type')}: {key!r} must be an integer ≥ 0, got {quote(value)}")
     return value
 
 
@@ -223,8 +224,10 @@ class OpenAIResponsesConverter:
         kind = event.get("type")
         if self.ended is not None:
             if self.begins_turn(event):
-                raise another_turn(f"event {kind!r} after {self.ended}", "from_openai_responses_events")
-            raise malformed(f"event {kind!r} after {self.ended}: a stream of more than one response is not one turn")
+                raise another_turn(f"event {quote(kind)} after {self.ended}", "from_openai_responses_events")
+            raise malformed(
+                f"event {quote(kind)} after {self.ended}: a stream of more than one response is not one turn"
+            )
         if not isinstance(kind, str):
             raise malformed(f"an event without a 'type': {sorted(event)[:8]}")
         handler = _HANDLERS.get(kind)
@@ -252,7 +255,7 @@ class OpenAIResponsesConverter:
         if isinstance(found, str):
             known = self.response.get("id")
             if known is not None and known != found:
-                raise malformed(f"response {found!r} began before response {known!r} ended: not one turn")
+                raise malformed(f"response {quote(found)} began before response {quote(known)} ended: not one turn")
             self.response["id"] = found
         if isinstance(response.get("model"), str):
             self.response["model"] = response["model"]
@@ -291,7 +294,7 @@ class OpenAIResponsesConverter:
             data = {"id": item_id} if isinstance(item_id, str) and item_id else {}
             item = self.items[position] = _Item(next(iter(kinds)), len(self.meta), data)
         elif item.kind not in kinds:
-            raise malformed(f"{event.get('type')} for output item {position}, a {item.kind!r}")
+            raise malformed(f"{event.get('type')} for output item {position}, a {quote(item.kind)}")
         if item.done:
             raise malformed(f"{event.get('type')} for output item {position} after its output_item.done")
         return item
@@ -337,7 +340,7 @@ class OpenAIResponsesConverter:
         elif item.done:
             raise malformed(f"output item {position} was done twice")
         elif item.kind != data["type"]:
-            raise malformed(f"output item {position} was added as {item.kind!r} and done as {data['type']!r}")
+            raise malformed(f"output item {position} was added as {quote(item.kind)} and done as {quote(data['type'])}")
         kind = item.kind
         if kind == "message":
             self._message_done(item, data)

@@ -103,12 +103,32 @@ def test_a_turn_spliced_into_another_is_malformed(name: str, tmp_path: Path) -> 
         for turn in sf.read_turns(convert, spliced):
             list(turn)
     assert caught.value.code == sf.ErrorCode.MALFORMED_RESPONSE and len(turns) == 2
-    assert "spliced" in caught.value.message or "began before" in caught.value.message
+    assert "spliced" in caught.value.message or "began before" in caught.value.message, caught.value.message
     path = tmp_path / name
     path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in spliced))
     (stream,) = sf.read_recordings(path)  # the broken turn is the last: what follows it cannot be told apart
     assert stream.failure is not None and stream.failure.code == sf.ErrorCode.MALFORMED_RESPONSE
-    assert stream.failure_line == 2
+    # Chat tolerates a new id within a response (servers that mint one a chunk): the splice shows where the
+    # first response's id comes back, the first of its own events after the second turn's.
+    spliced_at = 2 + (len(events) - first) if convert is sf.from_openai_chunks else 2
+    assert stream.failure_line == spliced_at
+
+
+def test_a_chat_server_that_mints_an_id_a_chunk_gives_one_turn() -> None:
+    """llama.cpp's server (until 2024), LiteLLM's proxy for some providers and Foundry Local give each chunk an id
+    of its own; the usage chunk after the finish reason too. That is one response, not a splice nor a turn."""
+    def chunk(n: int, **fields: Any) -> dict[str, Any]:
+        return {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", **fields}
+
+    events = [
+        chunk(1, choices=[{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]),
+        chunk(2, choices=[{"index": 0, "delta": {"content": "lo"}}]),
+        chunk(3, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+        chunk(4, choices=[], usage={"prompt_tokens": 3, "completion_tokens": 2}),
+    ]
+    result = sf.assemble(sf.from_openai_chunks(events), policy=sf.Policy.STRICT)
+    assert result.text == "Hello" and result.usage is not None and result.usage.output_tokens == 2
+    assert [sf.assemble(t).text for t in sf.read_turns(sf.from_openai_chunks, events)] == ["Hello"]
 
 
 def _second_turn_events(convert: Callable[..., Iterator[Any]], events: list[dict[str, Any]]) -> list[Any]:

@@ -98,7 +98,7 @@ class Style:
 
     def __call__(self, text: str, *styles: str) -> str:
         """``text`` in ``styles`` (names of :attr:`_CODES`), or as it is when colour is off."""
-        if not self.enabled or not styles:
+        if not self.enabled or not styles or not text:
             return text
         codes = ";".join(self._CODES[s] for s in styles)
         return f"\x1b[{codes}m{text}\x1b[0m"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -15,7 +16,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Final, TypeVar
 
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
@@ -50,7 +51,7 @@ def assemble(
     any other ``Exception`` as ``LlmError(UNKNOWN)`` raised from it (see :func:`avalidate`).
     """
     asm = StreamAssembler(policy, limits)
-    iterator = iter(chunks)
+    iterator = _iter(chunks, "assemble", "await sf.aassemble(...)")
     try:
         asm.feed_many(iterator)
     except BaseException as exc:
@@ -76,7 +77,7 @@ async def aassemble(
     """
     asm = StreamAssembler(policy, limits)
     feed = asm.feed
-    iterator = aiter(chunks)
+    iterator = _aiter(chunks, "aassemble", "sf.assemble(...)")
     idle = None if timeout is None else _Idle(timeout, asm)
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
@@ -110,7 +111,7 @@ def validate(
     """
     asm = checker(policy, limits)
     feed = asm.feed
-    iterator = iter(chunks)
+    iterator = _iter(chunks, "validate", "async for chunk in sf.avalidate(...)")
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
         for chunk in iterator:
@@ -155,7 +156,7 @@ async def avalidate(
     """
     asm = checker(policy, limits)
     feed = asm.feed
-    iterator = aiter(chunks)
+    iterator = _aiter(chunks, "avalidate", "for chunk in sf.validate(...)")
     idle = None if timeout is None else _Idle(timeout, asm)
     ours = False  # a chunk is in hand (fed, or out with the consumer): what is raised now is not the upstream's
     try:
@@ -190,8 +191,16 @@ def assemble_jsonl(
     JSON is an ``INVALID_CHUNK`` at its position in the stream.
     """
     asm = StreamAssembler(policy, limits)
-    asm.feed_lines(iter_lines(source))
-    return asm.close()
+    name = _file_name(source)
+    if name is None:
+        asm.feed_lines(iter_lines(source))
+        return asm.close()
+    try:
+        asm.feed_lines(iter_lines(source))
+        return asm.close()
+    except LlmError as err:
+        _hint(err, name, "assemble_jsonl")
+        raise
 
 
 def validate_jsonl(
@@ -207,7 +216,82 @@ def validate_jsonl(
     chunk before it has been yielded, and the end of the lines before a finish is ``STREAM_TRUNCATED``. One
     compiled loop (``StreamAssembler.fed_lines``) does it all: the lines rule is that of ``assemble_jsonl``.
     """
-    return checker(policy, limits).fed_lines(iter_lines(source), True)
+    name = _file_name(source)
+    lines = checker(policy, limits).fed_lines(iter_lines(source), True)
+    return lines if name is None else _hinting(lines, name)
+
+
+#: How long a str or bytes source may be and still be taken for a file name meant as one (a path is short).
+_NAME_MAX: Final = 4096
+#: How a recording's name ends (``_sources``' suffixes: JSON lines, SSE bodies, compressed or not).
+_RECORDING_ENDS: Final = tuple(
+    f"{stem}{packed}" for stem in (".jsonl", ".ndjson", ".sse", ".json", ".txt") for packed in ("", ".gz", ".zst")
+)
+
+
+def _file_name(source: object) -> str | None:
+    """The file name ``source`` was likely meant as, for :func:`assemble_jsonl` and :func:`validate_jsonl`, which
+    take content: a path object (refused here: ``TypeError``), or a short ``str``/``bytes`` of one line that is
+    not a JSON object and names a file that exists or ends as a recording's name does. ``None`` otherwise."""
+    if isinstance(source, os.PathLike):
+        name = os.fsdecode(source)
+        raise TypeError(
+            "a JSON-lines source is the lines themselves (bytes, str, a file object or an iterable of lines), not "
+            f"a path: {_READ_IT.format(name=name)}"
+        )
+    if not isinstance(source, (str, bytes)) or len(source) > _NAME_MAX:
+        return None
+    text = (source.decode("utf-8", "replace") if isinstance(source, bytes) else source).strip()
+    if not text or "\n" in text or text[0] in "{[":
+        return None
+    if text.endswith(_RECORDING_ENDS) or os.path.isfile(text):
+        return text
+    return None
+
+
+_READ_IT: Final = "to read the file, pass open({name!r}, 'rb'), or read its streams with sf.read_recordings({name!r})"
+
+
+def _hint(err: LlmError, name: str, entry: str) -> None:
+    """Add to ``err`` (of a one-line source that reads like a file name, refused as it is) how to read the file."""
+    if err.code == ErrorCode.INVALID_CHUNK and err.chunk_index == 0:
+        err.message += f"; {entry}() reads a str as JSON text, not as a file name: {_READ_IT.format(name=name)}"
+        err.args = (err.message,)
+
+
+def _hinting(lines: Iterator[dict[str, Any]], name: str) -> Iterator[dict[str, Any]]:
+    """``validate_jsonl``'s chunks for a source that reads like a file name (one line: no chunk pays for this)."""
+    try:
+        yield from lines
+    except LlmError as err:
+        _hint(err, name, "validate_jsonl")
+        raise
+
+
+def _iter(chunks: Iterable[T], entry: str, instead: str) -> Iterator[T]:
+    """``iter(chunks)``; an async iterable given to a sync entry point is a ``TypeError`` that names the async one."""
+    try:
+        return iter(chunks)
+    except TypeError:
+        if hasattr(chunks, "__aiter__"):
+            raise TypeError(
+                f"{entry}() takes an iterable of chunks, and {type(chunks).__name__!r} is an async iterable: "
+                f"read it with {instead}"
+            ) from None
+        raise
+
+
+def _aiter(chunks: AsyncIterable[T], entry: str, instead: str) -> AsyncIterator[T]:
+    """``aiter(chunks)``; a sync iterable given to an async entry point is a ``TypeError`` that names the sync one."""
+    try:
+        return aiter(chunks)
+    except TypeError:
+        if hasattr(chunks, "__iter__"):
+            raise TypeError(
+                f"{entry}() takes an async iterable of chunks, and {type(chunks).__name__!r} is a (sync) iterable: "
+                f"read it with {instead}"
+            ) from None
+        raise
 
 
 def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:

@@ -244,7 +244,7 @@ def check_recording(
     policy = Policy(policy)
     stream = recording if isinstance(recording, RecordedChunks) else _replayed(recording)
     asm = StreamAssembler(policy) if results else checker(policy)
-    at: tuple[Any, int | None, str | None] | None = None  # the offending chunk, its line and member
+    at: tuple[str, int | None, str | None] | None = None  # the offending chunk's line as written, its number, member
     noted: list[tuple[int | None, str | None]] = []  # the line and member of the chunk each note was made at
     result = None
     feed = asm.feed
@@ -255,7 +255,7 @@ def check_recording(
                 if asm.noted != len(noted):
                     noted.append((stream.line, stream.member))
         except LlmError:  # the machine refused the chunk in hand (the reader's errors are stream.failure)
-            at = (stream.last, stream.line, stream.member)
+            at = _at(stream)
             raise
         if stream.failure is not None:
             raise stream.failure
@@ -264,7 +264,7 @@ def check_recording(
             result = asm.close()
     except LlmError as err:
         if at is None and err is not stream.failure:  # STREAM_TRUNCATED: the last chunk received
-            at = (stream.last, stream.line, stream.member) if stream.count else None
+            at = _at(stream) if stream.count else None
         stream.drain()  # the stream's chunks after the offending one are read, and counted
         return _bad(stream, policy, err, at, numbered), None
     notes = tuple(
@@ -283,6 +283,17 @@ def check_recording(
         **_common(stream, policy, numbered),
     )
     return report, result
+
+
+def _at(stream: RecordedChunks) -> tuple[str, int | None, str | None]:
+    """Where the chunk given last came from: its line as written (the chunk as JSON where the reader cannot say,
+    as for chunks given in memory), the line's number, and its member of a packed row.
+
+    A line that is not JSON (or a malformed packed row) is quoted as its :class:`InvalidLine` quotes it, by its
+    start only: a file that is not a recording is never echoed."""
+    last = stream.last
+    written = None if isinstance(last, InvalidLine) else stream.written()
+    return (written if written is not None else _chunk_text(last)), stream.line, stream.member
 
 
 def _replayed(recording: RecordedStream) -> RecordedChunks:
@@ -318,7 +329,7 @@ def _bad(
     stream: RecordedChunks,
     policy: Policy,
     err: LlmError,
-    at: tuple[Any, int | None, str | None] | None,
+    at: tuple[str, int | None, str | None] | None,
     numbered: bool,
 ) -> StreamReport:
     if err is stream.failure:  # the converter's (or the reader's) error, after every chunk it made
@@ -327,7 +338,7 @@ def _bad(
         assert err.chunk_index is not None, err
         # The machine's view travels on its error: the state the chunk met, and what that state accepts.
         state, expected = err.state, err.expected
-        line, text, member = (at[1], _chunk_text(at[0]), at[2]) if at is not None else (None, None, None)
+        text, line, member = at if at is not None else (None, None, None)
     return StreamReport(
         ok=False,
         code=str(err.code),

@@ -9,8 +9,8 @@ interrupted; 141 when standard output was closed early.
 The checking itself lives in ``_check.py`` and returns plain reports, run over many files by ``_corpus.py`` (here,
 in worker processes, or on a Dask cluster); this module walks the paths and formats the reports for a terminal or
 as JSON lines. Colours only on
-a terminal (``--color``), never when ``NO_COLOR`` is set; the progress bar and the boxed summary table need
-the ``cli`` extra (``rich``), and the command works without it.
+a terminal (``--color``), never when ``NO_COLOR`` is set; the boxed summary table needs the ``cli`` extra
+(``rich``), and the command works without it (a plain table). The progress bar is the command's own (:class:`_Bar`).
 """
 
 # ruff: noqa: E402  (the start-up guard comes before the imports it guards)
@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
@@ -63,6 +63,7 @@ __all__ = [
     "EXIT_USAGE",
     "Style",
     "Summary",
+    "file_json",
     "format_report",
     "format_summary",
     "json_text",
@@ -97,7 +98,7 @@ class Style:
 
     def __call__(self, text: str, *styles: str) -> str:
         """``text`` in ``styles`` (names of :attr:`_CODES`), or as it is when colour is off."""
-        if not self.enabled or not styles:
+        if not self.enabled or not styles or not text:
             return text
         codes = ";".join(self._CODES[s] for s in styles)
         return f"\x1b[{codes}m{text}\x1b[0m"
@@ -298,6 +299,32 @@ class Summary:
             rows.append(("unreadable", "", "-", str(self.unreadable)))
         return rows
 
+    def status(self) -> int:
+        """The command's exit status for what was found (see :data:`EXIT_OK` and the others)."""
+        if self.unreadable:
+            return EXIT_USAGE
+        return EXIT_INVALID if self.invalid else EXIT_OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The closing object of ``check --json``: the counts of the table, and the exit status (no time taken: the
+        same files give the same output, whatever ran them)."""
+        return {
+            "kind": "summary",
+            "policy": self.policy,
+            "files": self.files,
+            "streams": self.streams,
+            "ok": self.ok,
+            "invalid": self.invalid,
+            "codes": {
+                code: {"streams": count, "files": self.code_files[code]}
+                for code, count in sorted(self.codes.items(), key=lambda item: (-item[1], item[0]))
+            },
+            "ok_files": self.ok_files,
+            "empty_files": self.empty,
+            "unreadable_files": self.unreadable,
+            "exit": self.status(),
+        }
+
     def headline(self) -> str:
         """One sentence: how much was checked, under which policy, how long it took, what came out."""
         return (
@@ -349,32 +376,154 @@ def _rich_summary(summary: Summary, color: bool) -> bool:
 # -- inputs -----------------------------------------------------------------------------------------
 
 
+#: How often the progress bar is redrawn, and the lines printed meanwhile written (seconds): a terminal that
+#: redraws for every file of a corpus of small ones spends more time drawing than the command spends checking.
+REDRAW: Final = 0.1
+#: Lines held between redraws at most (one file of many streams, or a slow one, does not hold its report).
+HELD_LINES: Final = 2000
+
+
+class _Bar:
+    """A one-line progress bar on a terminal (standard error), redrawn at most every :data:`REDRAW` seconds.
+
+    While it is shown, what the command writes to a terminal (standard error, and standard output when it is one)
+    is held, in order, and written in one go just before a redraw, above the bar: one redraw and one write for the
+    lines of many files, never one per line.
+    """
+
+    def __init__(self, total: int, stream: IO[str], style: Style) -> None:
+        self.total, self.done, self.path = total, 0, ""
+        self._stream, self._style = stream, style
+        self._started = time.monotonic()
+        self._due = self._started  # drawn at the first file, then at most every REDRAW seconds
+        self._drawn = 0  # the columns of the bar on the terminal (0: not drawn)
+        self._marks = "\u2501\u2500"
+        try:  # a terminal whose encoding has no box-drawing characters gets ASCII
+            self._marks.encode(getattr(stream, "encoding", None) or "ascii")
+        except (LookupError, UnicodeEncodeError):
+            self._marks = "#-"
+        self._held: list[tuple[IO[str], str]] = []
+        self._lines = 0
+
+    def holder(self, real: IO[str]) -> _Held:
+        """A stand-in for ``real`` (``sys.stdout``, ``sys.stderr``) whose writes are held until the next redraw."""
+        return _Held(self, real)
+
+    def hold(self, real: IO[str], text: str) -> None:
+        self._held.append((real, text))
+        self._lines += text.count("\n")
+        if self._lines >= HELD_LINES or time.monotonic() >= self._due:
+            self.redraw()
+
+    def advance(self, path: str) -> None:
+        """One more file checked (``path``)."""
+        self.done += 1
+        self.path = path
+        if time.monotonic() >= self._due:
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Write what is held, above the bar, and draw the bar again."""
+        self._clear()
+        self._write_held()
+        line, self._drawn = self._line()
+        self._stream.write(line)
+        self._stream.flush()
+        self._due = time.monotonic() + REDRAW
+
+    def close(self) -> None:
+        """Take the bar off the terminal and write what is held."""
+        self._clear()
+        self._write_held()
+        self._stream.flush()
+
+    def _clear(self) -> None:
+        # Spaces over the bar, not an erase sequence: a console that takes no ANSI sequences clears it too.
+        if self._drawn:
+            self._stream.write(f"\r{' ' * self._drawn}\r")
+            self._drawn = 0
+
+    def _write_held(self) -> None:
+        held, self._held, self._lines = self._held, [], 0
+        self._stream.flush()  # the bar is off the terminal before the lines go where it was
+        previous: IO[str] | None = None
+        for real, text in held:
+            if previous is not None and real is not previous:
+                previous.flush()  # standard output and error in the order they were written
+            real.write(text)
+            previous = real
+        if previous is not None:
+            previous.flush()
+
+    def _line(self) -> tuple[str, int]:
+        """``checking ━━━━━━━━━━───── 1234/3000 0:01 path``, cut to the terminal's width, and its columns."""
+        width = max(_width(self._stream) - 1, 20)  # the last column: a line that fills it wraps on some terminals
+        seconds = int(time.monotonic() - self._started)
+        count = f"{self.done}/{self.total} {seconds // 60}:{seconds % 60:02d}"
+        cells = max(min(40, width - len(count) - 30), 10)
+        full = cells * self.done // max(self.total, 1)
+        done, left = self._marks[0], self._marks[1]
+        bar = self._style(done * full, "cyan") + self._style(left * (cells - full), "dim")
+        room = width - len("checking ") - cells - len(count) - 2
+        path, columns = _cut_to_cells(_tail(printable(self.path), max(room, 0)), room) if room > 1 else ("", 0)
+        text = f"checking {bar} {count}" + (f" {self._style(path, 'dim')}" if path else "")
+        return text, len("checking ") + cells + 1 + len(count) + (1 + columns if path else 0)
+
+
+class _Held:
+    """A text stream whose writes wait for the progress bar's next redraw (see :class:`_Bar`)."""
+
+    def __init__(self, bar: _Bar, real: IO[str]) -> None:
+        self._bar, self._real = bar, real
+
+    def write(self, text: str) -> int:
+        self._bar.hold(self._real, text)
+        return len(text)
+
+    def flush(self) -> None:
+        """Held until the bar's next redraw, on purpose."""
+
+    def isatty(self) -> bool:
+        return _isatty(self._real)
+
+    def fileno(self) -> int:
+        return self._real.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self._real, "encoding", "utf-8"))
+
+
+def _cut_to_cells(text: str, cells: int) -> tuple[str, int]:
+    """The end of ``text`` in at most ``cells`` terminal columns (East Asian wide characters take two), and the
+    columns it takes."""
+    import unicodedata
+
+    used = 0
+    for i in range(len(text) - 1, -1, -1):
+        width = 2 if unicodedata.east_asian_width(text[i]) in "WF" else 1
+        if used + width > cells:
+            return text[i + 1 :], used
+        used += width
+    return text, used
+
+
 @contextlib.contextmanager
-def _progress(total: int, enabled: bool, color: bool) -> Iterator[Any]:
-    """A rich progress bar on standard error, or ``None``; output printed meanwhile goes above it."""
+def _progress(total: int, enabled: bool, color: bool) -> Iterator[_Bar | None]:
+    """A progress bar on standard error, or ``None``; what is printed meanwhile on the terminal goes above it."""
     if not enabled:
         yield None
         return
+    bar = _Bar(total, sys.stderr, Style(color))
+    out, err = sys.stdout, sys.stderr
     try:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    except ImportError:
-        yield None
-        return
-    progress = Progress(
-        TextColumn("checking"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}", style="dim", markup=False),  # a path, not rich markup: [x] is text
-        console=Console(file=sys.stderr, no_color=not color),
-        transient=True,
-        redirect_stdout=_isatty(sys.stdout),
-        redirect_stderr=True,
-    )
-    with progress:
-        progress.add_task("", total=total)
-        yield progress
+        if _isatty(out):
+            sys.stdout = cast("IO[str]", bar.holder(out))
+        sys.stderr = cast("IO[str]", bar.holder(err))
+        yield bar
+    finally:
+        sys.stdout, sys.stderr = out, err
+        bar.close()
 
 
 # -- commands ---------------------------------------------------------------------------------------
@@ -419,18 +568,18 @@ def _check(args: argparse.Namespace) -> int:
             for report in run:
                 _print_file(report, summary, args, style, width)
                 if bar is not None:
-                    bar.update(bar.task_ids[0], advance=1, description=_tail(printable(report.path), 50))
+                    bar.advance(report.path)
     except SchedulerError as exc:
         _complain(f"error: {exc}")
         return EXIT_USAGE
     summary.seconds = time.perf_counter() - started
-    if not args.json:
+    if args.json:
+        _say(json_text(summary.to_json()))
+    else:
         _say("")
         if not (_isatty(sys.stdout) and _rich_summary(summary, color)):
             _say(format_summary(summary, style))
-    if summary.unreadable:
-        return EXIT_USAGE
-    return EXIT_INVALID if summary.invalid else EXIT_OK
+    return summary.status()
 
 
 def _print_file(
@@ -444,14 +593,28 @@ def _print_file(
         count += 1
         summary.add_stream(stream)
         if args.json:
-            _say(json_text(stream.to_json()))
+            _say(json_text({"kind": "stream", **stream.to_json()}))
         elif not (stream.ok and args.quiet):
             _say(format_report(stream, style, width))
     summary.end_file(report.error)
+    if args.json and not count:  # a file that holds no stream, or could not be read, still has its object
+        _say(json_text(file_json(report)))
     if report.error is not None:
         _complain(f"{report.path}: {report.error}")
     elif not count and not (args.json or args.quiet):
         _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
+
+
+def file_json(report: FileReport | FileCheck) -> dict[str, Any]:
+    """The ``check --json`` object of a file that holds no stream: its path, its format (when it was told), and
+    why it could not be read (``null`` when it was read: it records no stream)."""
+    return {
+        "kind": "file",
+        "path": report.path,
+        "format": report.format if report.error is None else None,
+        "streams": 0,
+        "error": report.error,
+    }
 
 
 def _assemble(args: argparse.Namespace) -> int:
@@ -506,6 +669,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _policy_option(parser: argparse.ArgumentParser, default: str | None) -> None:
     parser.add_argument(
         "--policy",
+        type=str.lower,  # HARNESS as harness, as the library takes it
         choices=[p.value for p in Policy],
         default=default,
         help="which rules apply: strict (every rule) or harness (interleaved blocks, usage optional)"
@@ -531,16 +695,43 @@ def _color_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: What ``--help`` says of the exit status (the command's and ``check``'s).
+EXIT_STATUS_HELP: Final = f"""exit status:
+  {EXIT_OK}    every stream is valid
+  {EXIT_INVALID}    at least one stream is invalid
+  {EXIT_USAGE}    a usage error, or an input that could not be read (a missing file, a folder with no recordings, \
+a format that cannot be told), whatever the other streams gave
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
+  {EXIT_BROKEN_PIPE}  standard output was closed early (| head)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     import argparse
 
     from . import __version__
 
+    class Formatter(argparse.HelpFormatter):
+        """Each line of a description or epilog filled on its own: the exit status is a list, one code a line."""
+
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            import textwrap
+
+            filled = []
+            for line in text.splitlines():
+                hang = " " * (len(line) - len(line.lstrip()) + (5 if line.startswith("  ") else 0))
+                filled.append(
+                    textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + hang)
+                    if line.strip()
+                    else ""
+                )
+            return "\n".join(filled)
+
     parser = argparse.ArgumentParser(
         prog="streamfsm",
         description="Validate and assemble LLM block streams (DeepSeek Harness StreamChunk protocol).",
-        epilog="exit status: 0 every stream valid, 1 an invalid stream, 2 usage error or unreadable input",
+        epilog=EXIT_STATUS_HELP,
+        formatter_class=Formatter,
     )
     parser.add_argument("--version", action="version", version=f"streamfsm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -548,6 +739,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check",
         help="validate recorded streams",
+        epilog=EXIT_STATUS_HELP,
+        formatter_class=Formatter,
         description="Validate recorded streams: JSON lines of chunks, DeepSeek Harness session logs, or "
         "provider SSE bodies. A folder is walked for *.jsonl, *.ndjson and *.sse files, each also as .gz or "
         ".zst (decompressed as read); a pattern (*, ?, [...], ** for any depth of folders) is matched; a URL "
@@ -559,7 +752,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _policy_option(check, Policy.STRICT.value)
     _format_option(check)
-    check.add_argument("--json", action="store_true", help="print one JSON object per stream (JSON lines)")
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help='print JSON lines: one object per stream ("kind": "stream"), one per file that holds none or could not '
+        'be read ("kind": "file"), and a closing summary ("kind": "summary")',
+    )
     check.add_argument("-q", "--quiet", action="store_true", help="print only the invalid streams and the summary")
     check.add_argument(
         "-j",

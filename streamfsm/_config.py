@@ -19,6 +19,17 @@ class Policy(StrEnum):
     #: As DeepSeek Harness streams: blocks may interleave, usage is optional.
     HARNESS = "harness"
 
+    @classmethod
+    def _missing_(cls, value: object) -> Policy:
+        """A policy named in any case (``"HARNESS"``, ``"Strict"``) is that policy; any other value is a
+        ``ValueError`` that names the policies."""
+        if isinstance(value, str):
+            for member in cls:
+                if member.value == value.lower():
+                    return member
+        names = ", ".join(member.value for member in cls)
+        raise ValueError(f"{value!r} is not a policy: one of {names} (in any case), or a Policy")
+
 
 class Limits(BaseModel):
     """Bounds no normal stream reaches; passing one is ``LIMIT_EXCEEDED`` at the chunk that passed it."""

@@ -82,7 +82,10 @@ class ScriptedAdapter(sf.LlmAdapter):
             yield chunk  # type: ignore[misc]
 
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The package's folder: the demo's "project" is the package itself, wherever it is installed (a checkout, or
+#: site-packages, whose other folders are nobody's business): ``ls`` shows ``streamfsm``, and ``ls streamfsm`` and
+#: the folders under it list what they hold.
+PACKAGE = Path(__file__).resolve().parent
 
 
 @sf.tool
@@ -91,8 +94,10 @@ def bash(command: str) -> str:
     words = shlex.split(command)
     if not words or words[0] != "ls" or len(words) > 2:
         raise sf.ToolError(f"the demo only runs `ls <folder>`, not {command!r}")
-    folder = (ROOT / (words[1] if len(words) == 2 else ".")).resolve()
-    if not folder.is_dir() or ROOT not in (folder, *folder.parents):
+    folder = (PACKAGE.parent / (words[1] if len(words) == 2 else ".")).resolve()
+    if folder == PACKAGE.parent:
+        return PACKAGE.name
+    if not folder.is_dir() or PACKAGE not in (folder, *folder.parents):
         raise sf.ToolError(f"no folder {words[-1]!r} in the project")
     return "\n".join(sorted(p.name for p in folder.iterdir() if not p.name.startswith((".", "__pycache__"))))
 

@@ -27,6 +27,7 @@ __all__ = [
     "bounded_lines",
     "iter_lines",
     "line_batches",
+    "not_json",
     "without_bom",
 ]
 
@@ -42,6 +43,29 @@ BOM: Final = codecs.BOM_UTF8
 MAX_LINE_BYTES: Final = 128 * 1024 * 1024
 #: How much of a binary file is asked for at a time (``read1``: what is there, as it comes).
 _BLOCK_BYTES: Final = 64 * 1024
+
+
+def not_json(exc: ValueError) -> str:
+    """Why a line is not JSON (``exc``: orjson's ``JSONDecodeError`` for it), the position a column of that line.
+
+    orjson counts a line's own LF as the start of a second line: of a line cut short it says ``unexpected end of
+    data: line 2 column 1 (char 31)``, where the line has one line and 30 characters. The column here is the
+    line's, 1-based, in characters; a position past the line's last character that is not JSON whitespace is its
+    end (``unexpected end of data at the end of the line, column 31``).
+    """
+    msg, pos, doc = getattr(exc, "msg", None), getattr(exc, "pos", None), getattr(exc, "doc", None)
+    if not (isinstance(msg, str) and isinstance(pos, int) and isinstance(doc, str)):
+        return str(exc)
+    if not doc:  # no text to point into: the bytes are not UTF-8 (orjson says "str is not valid UTF-8: ...")
+        return "not valid UTF-8" if "UTF-8" in msg else msg
+    doc = doc.rstrip(" \t\r\n")  # the line's end, and the JSON whitespace before it
+    pos = min(pos, len(doc))
+    start = doc.rfind("\n", 0, pos) + 1
+    end = doc.find("\n", start)
+    line = doc[start : len(doc) if end < 0 else end].rstrip(" \t\r")
+    if pos - start >= len(line):
+        return f"{msg} at the end of the line, column {len(line) + 1}"
+    return f"{msg} at column {pos - start + 1}"
 
 
 class LineTooLong(ValueError):

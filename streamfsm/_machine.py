@@ -734,8 +734,10 @@ class StreamAssembler:
         try:
             chunk = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
+            from ._lines import not_json  # the cold path: its position as a column of the line
+
             text = line if isinstance(line, str) else line.decode("utf-8", "backslashreplace")
-            self._feed_one(_shape.InvalidLine(text.strip(), str(exc)))
+            self._feed_one(_shape.InvalidLine(text.strip(), not_json(exc)))
             raise AssertionError("unreachable: a line that is not JSON is always rejected") from exc
         self.feed(chunk)
         return chunk
@@ -974,9 +976,12 @@ class StreamAssembler:
         try:
             return _shape.check(chunk, self._interleave)
         except _shape.ShapeError as exc:
+            from ._recordings import converter_hint  # a provider's event fed as a chunk: the converter to use
+
             what = self._type_of(chunk)
             where = f"field {exc.field!r} " if exc.field else ""
-            self._fail(ErrorCode.INVALID_CHUNK, f"invalid {what}: {where}{exc.reason} (state {state})", n)
+            hint = converter_hint(chunk) if exc.field in ("", "type") else ""
+            self._fail(ErrorCode.INVALID_CHUNK, f"invalid {what}: {where}{exc.reason}{hint} (state {state})", n)
         except Exception as exc:  # a hostile mapping: its keys or values raise when read
             self._fail(
                 ErrorCode.INVALID_CHUNK,

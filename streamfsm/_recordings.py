@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -40,7 +40,7 @@ import orjson
 
 from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
 from ._errors import ErrorCode, LlmError
-from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, without_bom
+from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, not_json, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
 
@@ -121,6 +121,8 @@ _BEDROCK_EVENTS: Final = frozenset(
 )
 #: How many lines ``auto`` reads ahead into an SSE body to find an event that names its provider.
 _SNIFF_LINES: Final = 10_000
+#: How much of a line a report echoes at most (what ``check`` shows of the line a bad chunk came from).
+ECHO_BYTES: Final = 800
 
 
 class UnknownFormat(Exception):
@@ -212,6 +214,7 @@ class RecordedChunks:
         "path",
         "step",
         "turn",
+        "where",
     )
 
     def __init__(self, path: str, number: int, fmt: str, entries: Iterator[_Entry]) -> None:
@@ -232,6 +235,18 @@ class RecordedChunks:
         self.failure_text: str | None = None
         #: Whether another stream follows in the recording (known once this one's chunks are over).
         self.more = False
+        #: The line the reader is on, as written (see :meth:`written`); ``None`` where the reader does not say.
+        self.where: _Where | None = None
+
+    def written(self) -> str | None:
+        """The line the chunk given last came from, as written in the source (its first :data:`ECHO_BYTES`, an
+        ellipsis marking a cut), or ``None`` where the reader does not say (a provider recording: its chunks are
+        the converter's, made from one event or several)."""
+        where = self.where
+        if where is None or where.raw is None:
+            return None
+        text = where.raw.decode("utf-8", "backslashreplace").strip()
+        return text + "\u2026" if where.cut else text
 
     def chunks(self) -> Iterator[Any]:
         """The stream's chunks, each once, as they are read (``last``, ``line`` and ``member`` follow them)."""
@@ -436,6 +451,32 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     return None
 
 
+#: The SDK packages whose stream objects a converter takes (the module a type comes from, its start), and the format.
+_SDK_FORMATS: Final = (
+    ("openai.types.responses", "openai-responses"),
+    ("openai.", "openai-sse"),
+    ("anthropic.", "anthropic-sse"),
+    ("google.genai.", "gemini"),
+    ("cohere.", "cohere"),
+)
+
+
+def converter_hint(chunk: object) -> str:
+    """What to say of a chunk the machine refused that is a provider's event (its dict, or its SDK's object): which
+    converter turns that provider's stream into chunks (``""`` for anything else). The machine's cold path."""
+    fmt: str | None = None
+    if isinstance(chunk, dict):
+        fmt = _provider_of(chunk)
+    elif not isinstance(chunk, Mapping):
+        module = getattr(type(chunk), "__module__", "") or ""
+        fmt = next((f for prefix, f in _SDK_FORMATS if module.startswith(prefix)), None)
+    if fmt is None:
+        return ""
+    converter, who = _READERS[fmt]
+    api = {"openai-sse": "OpenAI chat completions", "openai-responses": "OpenAI Responses"}.get(fmt, who)
+    return f"; it is an event of the {api} wire API, not a block-protocol chunk: convert them with sf.{converter}(...)"
+
+
 def detect_format(source: RecordingSource) -> str:
     """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not).
 
@@ -519,7 +560,10 @@ def scan_recordings(
     lines.peek(1)  # opens a path now: a file that cannot be read fails here
     fmt = _detect(lines) if format == "auto" else format
     if fmt == "jsonl":
-        return fmt, iter([RecordedChunks(path, 0, fmt, _jsonl_entries(lines))])
+        stream = RecordedChunks(path, 0, fmt, iter(()))
+        stream.where = _Where()
+        stream._entries = _jsonl_entries(lines, stream.where)
+        return fmt, iter([stream])
     if fmt == "harness-session":
         return fmt, _session_streams(lines, path)
     return fmt, _provider_streams(lines, fmt, path)
@@ -545,26 +589,29 @@ def read_session(source: RecordingSource, *, name: str | None = None) -> Iterato
     return open_recordings(source, "harness-session", name=name)[1]
 
 
-def _jsonl_entries(lines: Iterable[bytes]) -> Iterator[_Entry]:
+def _jsonl_entries(lines: Iterable[bytes], where: _Where) -> Iterator[_Entry]:
     for lineno, raw in _Numbered(lines):
+        where.read(raw)
         try:
             chunk = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            chunk = _invalid(raw, str(exc))
+            chunk = _invalid(raw, not_json(exc))
         del raw  # the line goes before its chunk is checked: a long one is not held twice
         yield chunk, lineno, 0
 
 
-def _session_entries(lines: Iterable[bytes]) -> Iterator[tuple[Any, int, int, Any]]:
-    """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's)."""
+def _session_entries(lines: Iterable[bytes], where: _Where) -> Iterator[tuple[Any, int, int, Any]]:
+    """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's); ``where``
+    follows the line of the chunk given last (``_session_streams`` reads one chunk ahead: it keeps its own)."""
     for lineno, raw in _Numbered(lines):
+        where.read(raw)
         # A long packed row is read in place, its members parsed as the machine takes them (_chunk_rows.py).
         record = scan_row(raw) if len(raw) > SCAN_BYTES else None
         if record is None:
             try:
                 record = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                yield _invalid(raw, str(exc)), lineno, 0, None
+                yield _invalid(raw, not_json(exc)), lineno, 0, None
                 continue
         if not isinstance(record, dict):
             continue
@@ -592,7 +639,8 @@ def _is_finish(chunk: object) -> bool:
 
 def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChunks]:
     """The streams of a session log, one per ``finish``, each read as it is taken (see :func:`read_session`)."""
-    entries = _session_entries(lines)
+    reading, given = _Where(), _Where()  # the line read ahead, and the line of the chunk given last
+    entries = _session_entries(lines, reading)
     ahead = next(entries, None)  # the first chunk of the next stream: there is one when this is not None
     number = 0
 
@@ -600,6 +648,7 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
         nonlocal ahead
         while ahead is not None:
             chunk, line, k, _ = ahead
+            given.raw, given.cut = reading.raw, reading.cut
             ahead = next(entries, None)
             yield chunk, line, k
             if _is_finish(chunk):
@@ -607,6 +656,7 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
 
     while ahead is not None:
         stream = RecordedChunks(path, number, "harness-session", stream_entries())
+        stream.where = given
         data = ahead[3]
         if isinstance(data, dict):  # the turn and step of the stream's first chunk
             stream.turn, stream.step = data.get("turn"), data.get("step")
@@ -619,17 +669,26 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
 
 
 class _Where:
-    """The line of the provider event the converter is working on (the chunks it yields come from it), of the
-    event before it (a turn's last chunks, made once the first event of the next turn was read), and of the event a
-    turn's conversion failed at (``failed``: its line and text)."""
+    """The line a reader is on. Of a provider recording: the line of the event the converter is working on (the
+    chunks it yields come from it), of the event before it (a turn's last chunks, made once the first event of the
+    next turn was read), and of the event a turn's conversion failed at (``failed``: its line and text). Of JSON
+    lines and session logs: the first :data:`ECHO_BYTES` of the line as read (``raw``; ``cut`` when the line is
+    longer)."""
 
-    __slots__ = ("before", "failed", "line", "text")
+    __slots__ = ("before", "cut", "failed", "line", "raw", "text")
 
     def __init__(self) -> None:
         self.line: int | None = None
         self.before: int | None = None
         self.text: str | None = None
         self.failed: tuple[int | None, str | None] | None = None
+        self.raw: bytes | None = None
+        self.cut = False
+
+    def read(self, raw: bytes) -> None:
+        """``raw`` is the line being read (a short line is kept as it is: no copy; a long one, its start)."""
+        self.cut = len(raw) > ECHO_BYTES
+        self.raw = raw[:ECHO_BYTES] if self.cut else raw
 
     def fail(self, between: bool) -> None:
         """A turn's conversion failed at the event in hand, or (``between``: the next turn's first event was read)

@@ -56,6 +56,7 @@ def seed_chunks() -> list[dict[str, Any]]:
 SERVICE_MARKERS: dict[str, str] = {
     "cloud": "moto's S3-compatible server on 127.0.0.1 (needs the cloud extra and moto)",
     "cluster": "a Dask LocalCluster with process workers (needs the dask extra)",
+    "install": "builds the sdist and the pure wheel and installs them in fresh virtualenvs (needs build and twine)",
 }
 
 
@@ -76,3 +77,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             for item in items:
                 if marker in item.keywords:
                     item.add_marker(skip)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under ``nox`` (``STREAMFSM_TEST_INSTALLED=1``) the tests are of the installed package: never the checkout's."""
+    import os
+
+    if os.environ.get("STREAMFSM_TEST_INSTALLED") == "1":
+        import streamfsm
+
+        package = Path(streamfsm.__file__).resolve().parent
+        checkout = Path(__file__).resolve().parent.parent
+        if package.parent == checkout:
+            raise pytest.UsageError(f"STREAMFSM_TEST_INSTALLED=1, but streamfsm is imported from {package}")

@@ -23,12 +23,18 @@ Responses:
 
 A request with nothing scripted gets ``599``. ``server.disconnects`` records when the server noticed a client
 had gone while it was still writing; ``server.active`` counts requests being answered right now.
+
+A client that hangs up (a reset, a broken pipe: what the tests that stop reading early do) is no error of the
+server's, and prints nothing (``socketserver`` prints a traceback by default, from the server's thread, which lands
+in the middle of the test run's output). Any other exception a request raises is kept in ``server.errors`` and
+raised when the ``with`` block ends without an exception of its own: a bug of the handler is not hidden.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -120,6 +126,8 @@ class SSEServer:
         self.disconnects: list[float] = []
         self.active = 0
         self.lock = threading.Lock()
+        #: What requests raised, other than a client hanging up (see the module's docstring).
+        self.errors: list[BaseException] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -215,7 +223,14 @@ class SSEServer:
                         server.disconnects.append(time.monotonic())
                     self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                error = sys.exc_info()[1]
+                if error is not None and not isinstance(error, ConnectionError):
+                    with server.lock:
+                        server.errors.append(error)
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -228,6 +243,8 @@ class SSEServer:
         self.thread.start()
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        if kind is None and self.errors:
+            raise AssertionError(f"the test server's requests raised: {self.errors!r}") from self.errors[0]

@@ -94,7 +94,10 @@ def jsonl(chunks: list[Any]) -> bytes:
 
 
 def reports(out: str) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in out.splitlines()]
+    """The stream objects of ``check --json`` output without their ``kind`` (its file and summary objects left out), or
+    the objects ``assemble`` printed (which have no ``kind``)."""
+    objects = [orjson.loads(line) for line in out.splitlines()]
+    return [{k: v for k, v in o.items() if k != "kind"} for o in objects if o.get("kind", "stream") == "stream"]
 
 
 @pytest.fixture
@@ -614,16 +617,34 @@ def test_demo_talks_to_an_openai_compatible_endpoint(
     }
     with SSEServer() as server:
         server.script(
-            SSE(openai_events(turn(listing, "tool_calls"))), SSE(openai_events(turn({"content": "A README."}, "stop")))
+            SSE(openai_events(turn(listing, "tool_calls"))), SSE(openai_events(turn({"content": "A package."}, "stop")))
         )
         monkeypatch.setenv("STREAMFSM_API_KEY", "sk-demo")
         status, out, _ = run(capsys, "demo", "--base-url", server.url, "--model", "deepseek-chat")
         assert status == 0
         first, second = (request.json() for request in server.requests)
-    assert "→ tool call call_1: bash" in out and "A README." in out and "done: stop" in out
+    assert "→ tool call call_1: bash" in out and "A package." in out and "done: stop" in out
     assert server.requests[0].headers["authorization"] == "Bearer sk-demo"
     assert first["model"] == "deepseek-chat" and first["tools"][0]["function"]["name"] == "bash"
-    assert second["messages"][-1]["role"] == "tool" and "README.md" in second["messages"][-1]["content"]
+    # The project the demo's tool sees is the package, installed or in a checkout: the same listing either way.
+    assert second["messages"][-1]["role"] == "tool" and second["messages"][-1]["content"] == "streamfsm"
+
+
+def test_the_demos_tool_sees_the_package_wherever_it_is_installed() -> None:
+    """Nothing of the repository's layout: ``ls`` is the package, ``ls streamfsm`` its files, and nothing beside it
+    (in an install, the rest of site-packages) is listed."""
+    from streamfsm._demo import bash
+
+    def call(command: str) -> str:
+        return str(bash(command))
+
+    assert call("ls") == "streamfsm" == call("ls .")
+    listing = call("ls streamfsm").splitlines()
+    assert {"__init__.py", "py.typed", "_providers"} <= set(listing) and "__pycache__" not in listing
+    assert "sse.py" in call("ls streamfsm/_providers").splitlines()
+    for outside in ("ls ..", "ls /", "ls streamfsm/../..", "ls tests", "cat README.md"):
+        with pytest.raises(sf.ToolError):
+            call(outside)
 
 
 def test_demo_without_a_key_says_what_it_needs(
@@ -850,6 +871,7 @@ def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     examples = readme_examples()
     assert {cmd for cmd, _ in examples} == {
         "streamfsm check broken.jsonl",
+        "streamfsm check --json broken.jsonl",
         "streamfsm check --policy harness tests/fixtures/harness-sessions",
     }
     broken = copy.deepcopy(SEED_CHUNKS)

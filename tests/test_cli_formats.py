@@ -84,7 +84,10 @@ def run_stdin(
 
 
 def reports(out: str) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in out.splitlines()]
+    """The stream objects of ``check --json`` output without their ``kind`` (its file and summary objects left out), or
+    the objects ``assemble`` printed (which have no ``kind``)."""
+    objects = [orjson.loads(line) for line in out.splitlines()]
+    return [{k: v for k, v in o.items() if k != "kind"} for o in objects if o.get("kind", "stream") == "stream"]
 
 
 def fmt_of(path: Path) -> str:

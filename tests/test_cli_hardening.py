@@ -90,7 +90,7 @@ def test_a_name_that_is_not_utf8_is_shown_escaped(tmp_path: Path, encoding: str 
         out = done.stdout.decode("utf-8")  # strict: nothing undecodable was written
         assert not raw_unsafe(out)
         if as_json:
-            report = orjson.loads(out)
+            report = orjson.loads(out.splitlines()[0])
             assert report["path"] == report["name"] == f"{folder}/{NOT_UTF8_IN_JSON}"
         else:
             assert out.startswith(f"{folder}/{NOT_UTF8_SHOWN}: ok; 2 blocks")
@@ -251,7 +251,8 @@ def test_lines_like_session_events_without_a_header_are_invalid(
         '     2 | {"type":"block/start","seq":1,"data":{}}',
     ]
     status, out, _ = run(capsys, "check", "--json", str(path))
-    (report,) = (orjson.loads(line) for line in out.splitlines())
+    report, summary = (orjson.loads(line) for line in out.splitlines())
+    assert (report["kind"], summary["kind"], summary["invalid"]) == ("stream", "summary", 1)
     assert (status, report["ok"], report["code"], report["format"]) == (1, False, "STREAM_TRUNCATED", "harness-session")
 
 
@@ -289,7 +290,8 @@ def test_an_empty_file_is_a_truncated_stream(
     path = tmp_path / "empty.jsonl"
     path.write_bytes(content)
     status, out, _ = run(capsys, "check", "--json", "--format", fmt, str(path))
-    (report,) = (orjson.loads(line) for line in out.splitlines())
+    report, summary = (orjson.loads(line) for line in out.splitlines())
+    assert (report["kind"], summary["kind"], summary["exit"]) == ("stream", "summary", status)
     assert (status, report["ok"], report["code"]) == (_cli.EXIT_INVALID, False, "STREAM_TRUNCATED")
     if fmt == "harness-session":
         assert report["message"].startswith("no stream recorded, and no line with content")

@@ -621,3 +621,29 @@ def test_blocks_held_behind_an_open_tool_call_end_in_constant_time_each() -> Non
     converter.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
     ends = [chunk for chunk in converter.end() if chunk["type"] == "block-end"]
     assert [end["index"] for end in ends][-3:] == [997, 998, 999]
+
+
+# -- the test server itself: quiet when a client hangs up, loud about its own bugs ------------------------------
+
+
+def test_the_test_server_prints_nothing_when_a_client_hangs_up(capfd: pytest.CaptureFixture[str]) -> None:
+    """socketserver prints a traceback from the server's thread for any error a request raises; a client that resets
+    (what a test that stops reading early does) is none of the server's, and a green run shows no traceback."""
+    with SSEServer() as running:
+        for error in (ConnectionResetError(104, "reset"), BrokenPipeError(32, "broken pipe")):
+            try:
+                raise error
+            except OSError:
+                running.httpd.handle_error(None, ("127.0.0.1", 1))
+        assert running.errors == []
+    assert capfd.readouterr() == ("", "")
+
+
+def test_the_test_server_raises_what_its_handler_raised(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(AssertionError, match="the test server's requests raised") as info, SSEServer() as running:
+        try:
+            raise ValueError("a bug in the handler")
+        except ValueError:
+            running.httpd.handle_error(None, ("127.0.0.1", 1))
+    assert isinstance(info.value.__cause__, ValueError)
+    assert capfd.readouterr() == ("", "")

@@ -86,3 +86,22 @@ def test_import_streamfsm_loads_nothing_until_a_name_is_used() -> None:
     done = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True, timeout=120, env=child_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{importlib.metadata.version('streamfsm')}\n"
+
+
+def test_the_installed_requirements_agree() -> None:
+    """``pip check`` of the environment the tests run in: the extras and the test tools installed together (``pip
+    install '.[test]'``, what each ``nox`` session does in a fresh virtualenv) leave no requirement broken."""
+    done = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_test_extra_holds_every_runtime_extra() -> None:
+    """The test tools are installed with every extra the package has (but the bench and fuzz tools): a conflict
+    between an extra and a test tool shows in ``pip install '.[test]'``, not later in a user's environment."""
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    in_test = {r.split("[", 1)[1].split("]", 1)[0] for r in extras["test"] if r.startswith("streamfsm[")}
+    assert set(extras) - {"test", "bench", "fuzz", "docs"} <= in_test

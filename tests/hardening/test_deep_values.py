@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import streamfsm as sf
 from streamfsm._quote import QUOTE_MAX, quote
+from streamfsm._recordings import ECHO_BYTES
 
 from ..conftest import MORE_PROVIDER_STREAMS
 
@@ -108,8 +109,9 @@ def valid_file(path: Path) -> Path:
 def test_check_file_reports_a_deep_chunk(tmp_path: Path) -> None:
     (report,) = sf.check_file(str(deep_file(tmp_path / "deep.jsonl"))).streams
     assert report.code == "INVALID_CHUNK" and report.chunk is not None
-    assert report.chunk.startswith("{'type': 'text-delta', 'index': 0, 'text': [[[")
-    assert len(report.chunk) <= 200
+    # The line as written (its start: ECHO_BYTES of it, the cut marked), not the chunk written again.
+    assert report.chunk.startswith('{"type":"text-delta","index":0,"text":[[[') and report.chunk.endswith("\u2026")
+    assert len(report.chunk) <= ECHO_BYTES + 1
 
 
 @pytest.mark.parametrize("jobs", [["-j", "1"], []], ids=["j1", "default"])
@@ -128,7 +130,7 @@ def test_check_reports_a_deep_chunk_and_checks_the_files_after_it(
     assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr + done.stdout
     if output:
         reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        streams = [s for r in reports for s in r.get("streams", [r])] if reports else []
+        streams = [r for r in reports if r["kind"] == "stream"]  # then the summary object
         by_path = {s["path"]: s for s in streams}
         assert by_path[str(deep)]["code"] == "INVALID_CHUNK"
         assert by_path[str(valid)]["ok"] is True

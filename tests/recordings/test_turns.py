@@ -21,6 +21,11 @@ from streamfsm import _cli
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TURNS = FIXTURES / "turns"
 
+
+def streams(out: str) -> list[dict[str, Any]]:
+    """The stream objects of ``check --json`` output (its file and summary objects left out)."""
+    return [o for o in (orjson.loads(line) for line in out.splitlines()) if o["kind"] == "stream"]
+
 #: The JSON-lines recordings of two turns: their converting function, and each turn's finish.
 TWO_TURNS: dict[str, tuple[Callable[..., Iterator[Any]], list[str]]] = {
     "chat-two-turns.jsonl": (sf.from_openai_chunks, ["tool-calls", "max-tokens"]),
@@ -151,7 +156,7 @@ def test_check_names_each_turn_by_file_and_line(capsys: pytest.CaptureFixture[st
     assert out.startswith(f"{path}#0: ok; 1 block (tool-call)") and f"\n{path}#1: ok; 1 block (text)" in out
     assert "checked 2 streams in 1 file" in out
     status, out, _ = run(capsys, "check", "--json", path)
-    reports = [orjson.loads(line) for line in out.splitlines()]
+    reports = streams(out)
     assert [(r["name"], r["stream"], r["lines"], r["finish"]["kind"]) for r in reports] == [
         (f"{path}#0", 0, [1, 2], "tool-calls"),
         (f"{path}#1", 1, [3, 5], "stop"),
@@ -161,7 +166,7 @@ def test_check_names_each_turn_by_file_and_line(capsys: pytest.CaptureFixture[st
 def test_a_single_turn_keeps_its_plain_name(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(FIXTURES / "more-provider-streams" / "gemini" / "google-text.jsonl")
     _, out, _ = run(capsys, "check", "--json", path)
-    (report,) = (orjson.loads(line) for line in out.splitlines())
+    (report,) = streams(out)
     assert report["name"] == path
 
 
@@ -171,7 +176,7 @@ def test_a_broken_second_turn_is_reported_at_its_line(capsys: pytest.CaptureFixt
     path = tmp_path / "cut.jsonl"
     path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events[:-1]))  # the second turn lacks its end
     status, out, _ = run(capsys, "check", "--json", str(path))
-    first, second = (orjson.loads(line) for line in out.splitlines())
+    first, second = streams(out)
     assert status == 1 and first["ok"] and first["lines"][1] <= end + 1
     assert (second["name"], second["code"]) == (f"{path}#1", "STREAM_CLOSED")
 
@@ -240,7 +245,7 @@ def test_a_turn_that_failed_at_its_end_is_followed_by_the_next(capsys: pytest.Ca
     each with its verdict. A turn broken mid-way is the last (test_a_turn_spliced_into_another_is_malformed)."""
     path = TURNS / "responses-failed-then-text.jsonl"
     status, out, _ = run(capsys, "check", "--json", str(path))
-    failed, answered = (orjson.loads(line) for line in out.splitlines())
+    failed, answered = streams(out)
     assert status == 1
     assert (failed["name"], failed["ok"], failed["code"]) == (f"{path}#0", False, "QUOTA")
     assert (answered["name"], answered["ok"], answered["finish"]["kind"]) == (f"{path}#1", True, "stop")

@@ -1,0 +1,127 @@
+"""The release artifacts, built and installed as a user gets them (marked ``install``; ``--no-install`` skips it).
+
+``python -m build`` with ``STREAMFSM_PURE=1`` gives the sdist and the pure wheel (``py3-none-any``); ``twine check``
+passes both; the wheel, installed in a fresh virtualenv, runs the smoke test from a folder that is not the checkout;
+and the sdist installs with ``pip`` with no C compiler on the PATH: the build says so in one line and falls back
+to the pure machine. The build and the virtualenvs use the interpreter running the tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.install
+
+ROOT = Path(__file__).resolve().parents[1]
+#: What a build needs of the checkout (the tests, benchmarks and docs are not part of the package).
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "streamfsm")
+
+#: Run by the installed package, from an empty folder: the command, the library, the typed marker, the demo.
+SMOKE = """
+import json, pathlib, subprocess, sys
+import streamfsm as sf
+from streamfsm import _machine
+here = pathlib.Path(sf.__file__).resolve().parent
+assert "site-packages" in here.parts, here
+assert _machine.__file__.endswith(".py"), _machine.__file__  # the pure machine
+assert (here / "py.typed").is_file()
+chunks = [
+    {"type": "block-start", "index": 0, "blockType": "text"},
+    {"type": "text-delta", "index": 0, "text": "hi"},
+    {"type": "block-end", "index": 0, "block": {"type": "text", "text": "hi"}},
+    {"type": "finish", "reason": {"kind": "stop"}},
+]
+assert sf.assemble(chunks, policy="harness").text == "hi"
+pathlib.Path("one.jsonl").write_text("".join(json.dumps(c) + "\\n" for c in chunks))
+bin = pathlib.Path(sys.executable).parent
+done = subprocess.run([bin / "streamfsm", "check", "--policy", "harness", "one.jsonl"], capture_output=True, text=True)
+assert done.returncode == 0 and "one.jsonl: ok" in done.stdout, done
+done = subprocess.run([bin / "streamfsm", "demo", "--fast"], capture_output=True, text=True)
+assert done.returncode == 0 and "tool call" in done.stdout, done
+print("smoke ok")
+"""
+
+
+def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [str(c) for c in command], capture_output=True, text=True, cwd=cwd, env=env, timeout=900, check=False
+    )
+    assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+def venv(path: Path) -> Path:
+    """A fresh virtualenv at ``path``: its ``bin`` (``Scripts`` on Windows) folder."""
+    run(sys.executable, "-m", "venv", path, cwd=path.parent)
+    return path / ("Scripts" if os.name == "nt" else "bin")
+
+
+def smoke(bin_dir: Path, where: Path) -> None:
+    where.mkdir()
+    assert "smoke ok" in run(bin_dir / "python", "-c", SMOKE, cwd=where, env=clean_env())
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without what points at the checkout (PYTHONPATH) or chooses the build (STREAMFSM_PURE)."""
+    drop = {"PYTHONPATH", "STREAMFSM_PURE", "CC", "CXX", "VIRTUAL_ENV"}
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the pure wheel, built from a copy of the package's sources."""
+    base = tmp_path_factory.mktemp("build")
+    source = base / "src"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    out = base / "dist"
+    run(sys.executable, "-m", "build", "--outdir", out, source, cwd=base, env=clean_env(STREAMFSM_PURE="1"))
+    return out
+
+
+def test_build_gives_the_sdist_and_a_pure_wheel_that_twine_accepts(dist: Path) -> None:
+    names = sorted(p.name for p in dist.iterdir())
+    assert names == ["streamfsm-0.1.0-py3-none-any.whl", "streamfsm-0.1.0.tar.gz"]
+    run(sys.executable, "-m", "twine", "check", "--strict", *sorted(dist.iterdir()), cwd=dist)
+    with zipfile.ZipFile(dist / names[0]) as wheel:
+        files = set(wheel.namelist())
+        metadata = wheel.read("streamfsm-0.1.0.dist-info/METADATA").decode()
+        tags = wheel.read("streamfsm-0.1.0.dist-info/WHEEL").decode()
+    assert "streamfsm/py.typed" in files
+    assert "streamfsm-0.1.0.dist-info/licenses/LICENSE" in files
+    assert not [f for f in files if f.endswith((".so", ".pyd", ".c"))]
+    assert "Tag: py3-none-any" in tags and "Root-Is-Purelib: true" in tags
+    assert "License-Expression: MIT" in metadata
+    assert "Classifier: Typing :: Typed" in metadata
+    assert "Project-URL: Source, " in metadata
+
+
+def test_the_pure_wheel_works_in_a_fresh_virtualenv(dist: Path, tmp_path: Path) -> None:
+    bin_dir = venv(tmp_path / "venv")
+    run(bin_dir / "python", "-m", "pip", "install", "--quiet", *dist.glob("*.whl"), cwd=tmp_path, env=clean_env())
+    smoke(bin_dir, tmp_path / "run")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the PATH without a compiler is set up for POSIX")
+def test_the_sdist_installs_with_no_compiler_on_the_path(dist: Path, tmp_path: Path) -> None:
+    """No ``gcc``/``cc`` on the PATH (only the virtualenv's ``bin``): one warning line, and the pure machine."""
+    bin_dir = venv(tmp_path / "venv")
+    assert not shutil.which("gcc", path=str(bin_dir)) and not shutil.which("cc", path=str(bin_dir))
+    sdist = next(dist.glob("*.tar.gz"))
+    env = clean_env(PATH=str(bin_dir))
+    output = run(bin_dir / "python", "-m", "pip", "install", "-v", "--no-cache-dir", sdist, cwd=tmp_path, env=env)
+    warnings = [line for line in output.splitlines() if "streamfsm: WARNING: no working C compiler" in line]
+    assert len(warnings) == 1, output[-3000:]
+    assert "STREAMFSM_PURE=1" in warnings[0]
+    smoke(bin_dir, tmp_path / "run")

@@ -13,6 +13,16 @@ ext_modules = []
 if os.environ.get("STREAMFSM_PURE", "") != "1":
     from mypyc.build import mypycify
 
-    ext_modules = mypycify(["streamfsm/_machine.py"], opt_level="3")
+    ext_modules = mypycify(
+        [
+            "streamfsm/_machine.py",
+            "streamfsm/_handlers.py",
+            "streamfsm/_table.py",
+            "streamfsm/_blocks.py",
+            "streamfsm/_messages.py",
+            "streamfsm/_construct.py",
+        ],
+        opt_level="3",
+    )
 
 setup(ext_modules=ext_modules)

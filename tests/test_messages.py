@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm._machine import accepts
+from streamfsm._table import accepts
 
 from .builders import (
     FEEDS,

@@ -17,6 +17,7 @@ if os.environ.get("STREAMFSM_PURE", "") != "1":
         [
             "streamfsm/_machine.py",
             "streamfsm/_handlers.py",
+            "streamfsm/_stream.py",
             "streamfsm/_table.py",
             "streamfsm/_blocks.py",
             "streamfsm/_messages.py",

@@ -28,17 +28,18 @@ that meets it breaks no rule, and is appended; any other goes through the rules.
 
 from __future__ import annotations
 
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 from . import _shape
-from ._blocks import Buffer, Keys, Room, bytes_since, open_buffer, utf8_len
+from ._blocks import Keys, bytes_since, open_buffer, utf8_len
 from ._config import Policy
 from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_model
-from ._errors import ErrorCode, LlmError
+from ._errors import ErrorCode
 from ._json import copy_json, json_size
-from ._messages import Note, a, block_name, mismatch, printable_kind, refused, short, type_of
+from ._messages import printable_kind, short, type_of
 from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock, parse_arguments
-from ._table import FAILED, FINISHED, IN_BLOCK, ROUTES, STATES, accepts, refusal
+from ._stream import Stream
+from ._table import FAILED, FINISHED, IN_BLOCK, READY, ROUTES, STATES
 
 __all__ = ["ROWS", "Handlers", "Route"]
 
@@ -48,32 +49,13 @@ _MAX_INT: Final = _shape.MAX_INT
 _BLOCK_TYPES: Final = _shape.BLOCK_TYPES
 _ABSENT: Final = object()
 _HARNESS: Final = Policy.HARNESS
+_MISSED: Final = object()  # a tool call's delta that does not meet the expectation
 
 
-class Handlers(Room):
-    """The stream's state and the handlers of the chunk types (the base of ``StreamAssembler``)."""
+class Handlers(Stream):
+    """The dispatch and the handlers of the chunk types (the base of ``StreamAssembler``)."""
 
-    __slots__ = (
-        "_done",
-        "_error",
-        "_finish",
-        "_ids",
-        "_interleave",
-        "_keys",
-        "_notes",
-        "_open",
-        "_policy",
-        "_raw_arguments",
-        "_replay",
-        "_results",
-        "_row",
-        "_rows",
-        "_started",
-        "_state",
-        "_tool_calls",
-        "_usage",
-        "_usage_counts",
-    )
+    __slots__ = ("_last", "_last_type", "_row", "_rows")
 
     def __init__(
         self,
@@ -86,50 +68,48 @@ class Handlers(Room):
         results: bool,
         keys: Keys,
     ) -> None:
-        super().__init__(max_chunks, max_blocks, max_bytes, max_stream)
-        self._policy = policy
-        self._interleave = interleave = policy is _HARNESS
-        # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
-        self._raw_arguments = raw_arguments or interleave
-        self._results = results
-        self._keys = keys
-        self._notes: dict[ErrorCode, Note] | None = None
-        self._rows = rows = ROWS[interleave]
-        self._state = state = STATES[0]
-        self._row = rows[state]
-        self._open: dict[int, Buffer] = {}
-        self._started = 0
-        # Each block by index once it has ended (None while open): its model, or without results its type
-        # (a str) or, for a tool call, its (id, name).
-        self._done: list[Any] = []
-        self._ids: dict[str, int] = {}
-        self._tool_calls = 0
-        # The usage chunk's model; without results, its counts (input, output, cache read, cache write,
-        # reasoning; None for one not given) until a summary asks for the model.
-        self._usage: Any = None
-        self._usage_counts: tuple[Any, ...] | None = None
-        self._finish: FinishReason | None = None
-        self._replay: Any = None
-        self._error: LlmError | None = None
+        super().__init__(policy, max_chunks, max_blocks, max_bytes, max_stream, raw_arguments, results, keys)
+        start = _HARNESS_ROWS if self._interleave else _STRICT_ROWS
+        self._rows = start.by_state
+        self._row = start.ready
+        self._last: Route = start.first  # the route the last chunk of type _last_type took (see _feed)
+        self._last_type = start.first.chunk_type
+
+    def _halt(self) -> None:
+        """The machine has failed: no route from here (every chunk raises the error again)."""
+        self._row = self._rows[FAILED]
 
     # -- the dispatch: one lookup a chunk ---------------------------------------------------------
 
     def _feed(self, chunk: object) -> None:
-        """Route ``chunk`` by (state, type), run its handler, and move to the state its route names."""
+        """Route ``chunk`` by (state, type), run its handler, and move to the state its route names.
+
+        The lookup is memoised: a chunk of the type the last one looked up had, in the state that route is in, takes
+        the same route.
+        """
         n = self._count
         route: Route | None = None
         if type(chunk) is dict:
             t = chunk.get(self._keys.type)
             if type(t) is str:
-                route = self._row.get(t)
+                kind: str = t
+                last = self._last
+                if kind == self._last_type and last.row is self._row:  # the memo: no lookup
+                    route = last
+                else:
+                    route = self._row.get(kind)
+                    if route is not None:
+                        self._last = route
+                        self._last_type = kind  # the chunk's own object: the next one is often the same
         if route is None:
             chunk, route = self._route_in_full(chunk, n)
         else:
             self._count = n + 1
         c: dict[str, Any] = chunk  # type: ignore[assignment]
         if route.run(self, c, n):
-            self._state = route.dest
-            self._row = route.dest_row
+            if not route.stays:
+                self._state = route.dest
+                self._row = route.dest_row
         else:
             self._state = route.otherwise
             self._row = route.otherwise_row
@@ -152,40 +132,11 @@ class Handlers(Room):
             self._refuse(t, c, n)
         return c, route
 
-    def _shaped(self, chunk: object, n: int) -> tuple[dict[str, Any], str]:
-        """The definition of a chunk's shape (``_shape.check``), for anything the handlers' fast tests doubt.
-
-        Returns the chunk as a plain dict whose fields have their exact types (a ``str`` subclass becomes a
-        ``str``, another mapping a ``dict``), and its type; or fails with ``INVALID_CHUNK``, saying which
-        field and why.
-        """
-        state = self._state
-        try:
-            return _shape.check(chunk, self._interleave)
-        except _shape.ShapeError as exc:
-            where = f"field {exc.field!r} " if exc.field else ""
-            self._fail(ErrorCode.INVALID_CHUNK, f"invalid {type_of(chunk)}: {where}{exc.reason} (state {state})", n)
-        except Exception as exc:  # a hostile mapping: its keys or values raise when read
-            self._fail(
-                ErrorCode.INVALID_CHUNK,
-                f"invalid chunk: reading it raised {type(exc).__name__}: {exc} (state {state})",
-                n,
-            )
-
     def _guard(self, route: Route, holds: bool, c: dict[str, Any], n: int) -> bool:
         """The route's guard as the handler found it: a failed guard with no state to go to is a refusal."""
         if not holds and route.refuses:
             self._refuse(route.chunk_type, c, n)
         return holds
-
-    def _refuse(self, t: str, c: dict[str, Any], n: int) -> NoReturn:
-        """The table refused a chunk of type ``t`` in the current state: its code (``_table.refusal``) and message."""
-        state = self._state
-        open_blocks = self._open
-        code = refusal(state, t, bool(open_blocks) and not self._interleave)
-        first = next(iter(open_blocks)) if open_blocks else -1
-        accepted = accepts(state, self._policy)
-        self._fail(code, refused(code, t, c, state, accepted, self._policy.value, self._open_list(), first), n)
 
     # -- the handlers: the rules of a chunk type, each written once, in the order of SPEC §3 ------------
 
@@ -234,32 +185,6 @@ class Handlers(Room):
         # that was hot has been counted.
         self._hot = self._heat(block)
         return True
-
-    def _on_delta(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        block = self._hot
-        if block is not None and block.route is route:  # the expectation: what the hot block's next delta is
-            value = c.get(block.field)
-            index = c.get(self._keys.index)
-            if type(value) is str and type(index) is int and index == block.index:
-                text: str = value
-                size = block.size + len(text) + 1
-                if size <= block.cap:  # within the block's, the stream's and the chunk limit's room
-                    expected = block.expected_id
-                    if expected is None or self._same_call(c, block, expected):
-                        block.size = size
-                        block.parts.append(text)
-                        return True
-        self._delta(c, route.chunk_type, n)
-        return True
-
-    def _same_call(self, c: dict[str, Any], block: Buffer, expected: object) -> bool:
-        """Whether a tool-call delta carries the id its block has, and names the tool as it did, if at all."""
-        keys = self._keys
-        cid = c.get(keys.id)
-        if type(cid) is not str or cid != expected:
-            return False
-        # Four keys are the four the expectation read: no name to look up (the usual delta).
-        return len(c) <= 4 or keys.name not in c or (type(c[keys.name]) is str and c[keys.name] == block.name)
 
     def _delta(self, c: dict[str, Any], t: str, n: int) -> None:
         """A delta the expectation did not meet: its rules in full, then the hot block is this one."""
@@ -504,120 +429,6 @@ class Handlers(Room):
                 self._finish = FinishReason.kept_as_it_came(copy_json(reason))
         return may_finish
 
-    # -- what the handlers share ---------------------------------------------------------------
-
-    def _limits(self, n: int, stream: int, block: Buffer | None = None, size: int = 0, exact: bool = False) -> None:
-        """The limits of an accepted chunk, in their order: its block's bytes, the stream's bytes, the chunk count.
-
-        Each is written here once; a handler calls this after its rules, before it commits anything.
-        """
-        if block is not None and size > self._max_bytes:
-            named = block_name(block.index, block.type_name)
-            limit = self._max_bytes
-            held = f"would hold {size} bytes, more than {limit}" if exact else f"holds more than {limit} bytes"
-            self._limit(n, f"{named} {held}")
-        if stream > self._max_stream:
-            self._limit(n, f"the stream would hold {stream} bytes, more than {self._max_stream}")
-        if n >= self._max_chunks:
-            self._limit(n, f"more than {self._max_chunks} chunks")
-
-    def _block_limits(self, block: Buffer, size: int, had_deltas: bool, n: int) -> int:
-        """The limits of a block ending with ``size`` UTF-8 bytes (a block with deltas was held to its own limit
-        delta by delta). Returns the stream's bytes."""
-        stream = self._stream_bytes + size - block.counted
-        self._limits(n, stream, None if had_deltas else block, size)
-        return stream
-
-    def _block_for(self, t: str, index: int, kind: str, n: int) -> Buffer:
-        """The open block a delta or block-end names: ``BLOCK_NOT_OPEN``, ``BLOCK_TYPE_MISMATCH``."""
-        block = self._open.get(index)
-        if block is None:
-            self._fail(
-                ErrorCode.BLOCK_NOT_OPEN,
-                f"{t} for block {index}, but {self._open_list() + ' is' if self._open else 'no block is'} "
-                f"open (state {self._state})",
-                n,
-            )
-        if block.block_type() != kind:
-            named = block_name(block.index, block.type_name)
-            if t == "block-end":
-                what = f"carries {a(kind)} block for {named}"
-            elif block.delta_type:
-                what = f"for {named}; {a(block.kind)} block takes {block.delta_type}"
-            else:
-                what = f"for {named}; {a(block.block_type())} block takes no deltas"
-            self._fail(ErrorCode.BLOCK_TYPE_MISMATCH, f"{t} {what} (state {self._state})", n)
-        return block
-
-    def _check_id_is_new(self, what: str, verb: str, block: Buffer, cid: str, n: int) -> None:
-        """``TOOL_CALL_CONFLICT`` if a call id already belongs to another block of this stream."""
-        owner = self._ids.get(cid)
-        if owner is not None:
-            self._fail(
-                ErrorCode.TOOL_CALL_CONFLICT,
-                f"{what} for block {block.index} {verb} call id {cid!r}, which already belongs to block "
-                f"{owner}: an id belongs to one block per stream (state {self._state})",
-                n,
-            )
-
-    def _mismatch(self, block: Buffer, field: str, got: str, assembled: str, n: int) -> NoReturn:
-        named = block_name(block.index, block.type_name)
-        self._fail(ErrorCode.BLOCK_CONTENT_MISMATCH, mismatch(named, field, got, assembled, self._state), n)
-
-    def _note(self, code: ErrorCode, message: str, n: int) -> None:
-        """Record what STRICT would have refused in an accepted chunk (see ``notes``): once per code."""
-        notes = self._notes
-        if notes is None:
-            notes = self._notes = {}
-        note = notes.get(code)
-        if note is None:
-            notes[code] = Note(code, message, n)
-        else:
-            note.count += 1
-
-    def _note_call(self, block: Buffer, cid: str | None, name: str | None, n: int) -> None:
-        """HARNESS: a tool call whose id or name (as first said: ``None`` for what was said before) is empty,
-        or whose id another block of the stream already has. Counted once a block for each."""
-        if cid == "" or name == "":
-            empty = " and ".join(what for what, value in (("id", cid), ("name", name)) if value == "")
-            self._note(ErrorCode.INVALID_CHUNK, f"tool call in block {block.index} has an empty {empty}", n)
-        owner = self._ids.get(cid) if cid is not None else None
-        if owner is not None and owner != block.index:
-            self._note(
-                ErrorCode.TOOL_CALL_CONFLICT,
-                f"tool call in block {block.index} has id {short(cid or '')}, which block {owner} already has",
-                n,
-            )
-
-    def _limit(self, n: int, what: str) -> NoReturn:
-        self._fail(ErrorCode.LIMIT_EXCEEDED, f"limit exceeded: {what} (state {self._state})", n)
-
-    def _fail(self, code: ErrorCode, message: str, n: int) -> NoReturn:
-        """Fail the machine: the error says what, where, and the state the chunk met with what it accepted."""
-        state = self._state
-        err = LlmError(message, code, chunk_index=n, state=state, expected=accepts(state, self._policy))
-        self._error = err
-        self._state = FAILED
-        self._row = self._rows[FAILED]
-        raise err
-
-    def _again(self) -> LlmError:
-        err = self._error
-        assert err is not None
-        return LlmError(
-            f"the stream already failed: {err.message}",
-            err.code,
-            chunk_index=err.chunk_index,
-            state=err.state,
-            expected=err.expected,
-        )
-
-    def _open_blocks(self) -> list[Buffer]:
-        return [self._open[i] for i in sorted(self._open)]
-
-    def _open_list(self) -> str:
-        return ", ".join(block_name(b.index, b.type_name) for b in self._open_blocks())
-
 
 def _count_or_absent(value: object) -> bool:
     """Whether an optional usage count is absent or a token count (the usage handler's fast test)."""
@@ -632,12 +443,14 @@ class Route:
     ``refuses`` the chunk.
     """
 
-    __slots__ = ("chunk_type", "dest", "dest_row", "otherwise", "otherwise_row", "refuses")
+    __slots__ = ("chunk_type", "dest", "dest_row", "otherwise", "otherwise_row", "refuses", "row", "stays")
 
-    def __init__(self, chunk_type: str, dest: str, otherwise: str | None) -> None:
+    def __init__(self, row: dict[str, Route], chunk_type: str, dest: str, otherwise: str | None) -> None:
+        self.row = row  # the state's row this route is in
         self.chunk_type = chunk_type
         self.dest = dest
         self.refuses = otherwise is None
+        self.stays = False  # whether ``dest`` is the state this route is in (set with the rows)
         self.otherwise = otherwise if otherwise is not None else dest
         self.dest_row: dict[str, Route] = {}
         self.otherwise_row: dict[str, Route] = {}
@@ -654,7 +467,36 @@ class _BlockStart(Route):
 
 class _Delta(Route):
     def run(self, m: Handlers, c: dict[str, Any], n: int) -> bool:
-        return m._on_delta(c, self, n)
+        """The delta handler: the expectation of the hot block's next delta, else the rules (``Handlers._delta``).
+
+        A delta of the hot block's route, for its index, with text, within the room its cap leaves (the block's,
+        the stream's and the chunk limit's), carrying the block's id and naming its tool as it did (if at all),
+        breaks no rule: it is appended. Anything else, including what would fail, goes through the rules.
+        """
+        block = m._hot
+        if block is not None and block.route is self:
+            keys = m._keys
+            value = c.get(block.field)
+            index = c.get(keys.index)
+            if type(value) is str and type(index) is int and index == block.index:
+                text: str = value
+                size = block.size + len(text) + 1
+                if size <= block.cap:
+                    expected = block.expected_id
+                    if expected is not None:  # a tool call: its id, and its name if this delta repeats it
+                        cid = c.get(keys.id)
+                        if type(cid) is not str or cid != expected:
+                            expected = _MISSED
+                        elif len(c) > 4 and keys.name in c:  # four keys are the four read: no name
+                            name = c[keys.name]
+                            if type(name) is not str or name != block.name:
+                                expected = _MISSED
+                    if expected is not _MISSED:
+                        block.size = size
+                        block.parts.append(text)
+                        return True
+        m._delta(c, self.chunk_type, n)
+        return True
 
 
 class _BlockEnd(Route):
@@ -681,16 +523,26 @@ _HANDLERS: Final[dict[str, type[Route]]] = {
 }
 
 
-def _rows(policy: Policy) -> dict[str, dict[str, Route]]:
-    """``_table.ROUTES`` of a policy as rows of route objects: ``{state: {chunk type: Route}}``."""
-    rows: dict[str, dict[str, Route]] = {state: {} for state in STATES}
-    for (state, chunk_type), (handler, dest, _guard, otherwise) in ROUTES[policy].items():
-        route = _HANDLERS[handler](chunk_type, dest, otherwise)
-        route.dest_row = rows[dest]
-        route.otherwise_row = rows[route.otherwise]
-        rows[state][chunk_type] = route
-    return rows
+class _Rows:
+    """The rows of a policy, ``{state: {chunk type: Route}}``, and where a stream starts: plain fields, read once a
+    stream (no dict lookup to start one)."""
+
+    __slots__ = ("by_state", "first", "ready")
+
+    def __init__(self, policy: Policy) -> None:
+        rows: dict[str, dict[str, Route]] = {state: {} for state in STATES}
+        for (state, chunk_type), (handler, dest, _guard, otherwise) in ROUTES[policy].items():
+            route = _HANDLERS[handler](rows[state], chunk_type, dest, otherwise)
+            route.dest_row = rows[dest]
+            route.otherwise_row = rows[route.otherwise]
+            route.stays = dest == state
+            rows[state][chunk_type] = route
+        self.by_state = rows
+        self.ready = rows[READY]
+        self.first: Route = self.ready["block-start"]
 
 
-#: The rows of each policy, by whether it interleaves (HARNESS).
-ROWS: Final = {False: _rows(Policy.STRICT), True: _rows(Policy.HARNESS)}
+_STRICT_ROWS: Final = _Rows(Policy.STRICT)
+_HARNESS_ROWS: Final = _Rows(Policy.HARNESS)
+#: ``_table.ROUTES`` as rows of route objects, by whether the policy interleaves (HARNESS).
+ROWS: Final = {False: _STRICT_ROWS.by_state, True: _HARNESS_ROWS.by_state}

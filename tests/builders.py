@@ -404,7 +404,7 @@ def agree(
 
 
 #: The modules mypyc compiles together (``setup.py``), in the order they import one another.
-MACHINE_MODULES = ("_table", "_blocks", "_messages", "_construct", "_handlers", "_machine")
+MACHINE_MODULES = ("_table", "_blocks", "_messages", "_construct", "_stream", "_handlers", "_machine")
 
 
 def source_machine() -> ModuleType:

@@ -193,7 +193,8 @@ class StreamAssembler(Handlers):
 
         Each line is parsed and fed in one compiled loop, as it comes. A line orjson refuses goes to
         :meth:`feed_line`, which skips it if it is blank and otherwise rejects it (``INVALID_CHUNK`` at its
-        position); the blank lines right after a refused one are skipped by a test each, not one refusal each.
+        position). An empty line is skipped before it is parsed, and the blank lines right after a refused one by a
+        test each: a run of blank lines costs at most one refusal (its first line of whitespace, if any).
         With ``end``, the end of the lines is the end of input (:meth:`end`: ``STREAM_TRUNCATED`` before a
         finish). What ``validate_jsonl`` returns.
         """
@@ -201,7 +202,7 @@ class StreamAssembler(Handlers):
         loads = orjson.loads
         refused = False  # the last line was refused: blank lines are tested before they are parsed
         for line in lines:
-            if refused and _is_blank(line):
+            if not line or (refused and _is_blank(line)):  # an empty line: no parse, no refusal
                 continue
             try:
                 chunk = loads(line)

@@ -36,15 +36,19 @@ def verdict(ok: bool | None) -> str:
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
-             "| " + " | ".join("-" * w for w in widths) + " |"]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
+        "| " + " | ".join("-" * w for w in widths) + " |",
+    ]
     lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
     return "\n".join(lines)
 
 
 def targets_table(ts: list[Target]) -> str:
-    return md_table(["target", "workload", "wanted", "measured", "verdict"],
-                    [[t.name, t.workload, t.target, t.measured, t.verdict] for t in ts])
+    return md_table(
+        ["target", "workload", "wanted", "measured", "verdict"],
+        [[t.name, t.workload, t.target, t.measured, t.verdict] for t in ts],
+    )
 
 
 def _cpu_model() -> str:
@@ -60,12 +64,33 @@ def _cpu_model() -> str:
 
 def _git_commit() -> str:
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
         # Changes to what is measured (the package, the harness, the build), not to docs or the run's own outputs.
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--",
-                                "streamfsm", "benchmarks/*.py", "setup.py", "pyproject.toml"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(REPO),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "streamfsm",
+                "benchmarks/*.py",
+                "setup.py",
+                "pyproject.toml",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -202,7 +202,9 @@ class StreamAssembler(Handlers):
         loads = orjson.loads
         refused = False  # the last line was refused: blank lines are tested before they are parsed
         for line in lines:
-            if not line or (refused and _is_blank(line)):  # an empty line: no parse, no refusal
+            # A blank line is skipped before it is parsed (a line of JSON never starts with whitespace): at once when
+            # it is empty, else by a test once its first byte or character is whitespace, or after a refusal.
+            if not line or ((refused or _space_first(line)) and _is_blank(line)):
                 continue
             try:
                 chunk = loads(line)
@@ -342,6 +344,17 @@ def _partial(b: Buffer) -> Block | dict[str, Any]:
     if not b.kind:  # a block without deltas has no content before its block-end
         return {"type": b.block_type()}
     return construct(TEXT_MODEL[b.kind], {"type": b.kind, "text": content})
+
+
+def _space_first(line: bytes | bytearray | memoryview | str) -> bool:
+    """Whether a non-empty line starts with JSON whitespace (a byte or a character): a few instructions, no copy."""
+    if type(line) is bytes:
+        first = line[0]
+        return first == 32 or first == 9 or first == 13  # space, tab, CR
+    if type(line) is str:
+        char = line[0]
+        return char == " " or char == "\t" or char == "\r"
+    return True  # another kind of line: the test in full decides
 
 
 def _is_blank(line: bytes | bytearray | memoryview | str) -> bool:

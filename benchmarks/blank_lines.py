@@ -12,6 +12,8 @@ costs under 10 times a valid one).
 Run it on the compiled machine (``python setup.py build_ext --inplace``): that is what users run.
 """
 
+# ruff: noqa: RUF001 - the report's multiplication signs are meant
+
 from __future__ import annotations
 
 import os
@@ -19,6 +21,8 @@ import re
 import shutil
 import subprocess
 import sys
+
+from .report import Target, verdict
 
 _DRIVER = """
 import sys
@@ -53,21 +57,51 @@ def instructions(kind: str, rounds: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
+def measure() -> dict[str, float]:
+    """Instructions a byte: of the valid lines (``valid``), and of each run of blank lines (:data:`RUNS`)."""
+    blob = blobs()
+    cost = {kind: (instructions(kind, 3) - instructions(kind, 1)) / 2 for kind in blob}
+    per_byte = {"valid": cost["valid"] / len(blob["valid"])}
+    for kind in RUNS:
+        per_byte[kind] = (cost[kind] - cost["valid"]) / (len(blob[kind]) - len(blob["valid"]))
+    return per_byte
+
+
+def targets() -> list[Target]:
+    """The target rows of ``python -m benchmarks``: a blank byte under 10 times a valid one (n/a without valgrind)."""
+    if shutil.which("valgrind") is None:
+        return [
+            Target(
+                "blank lines in assemble_jsonl vs a valid byte", "typical", "≤ 10×", "valgrind missing", verdict(None)
+            )
+        ]
+    per_byte = measure()
+    valid = per_byte["valid"]
+    return [
+        Target(
+            "blank lines in assemble_jsonl vs a valid byte (instructions)",
+            f"typical, {kind} lines",
+            "≤ 10×",
+            f"{per_byte[kind] / valid:.1f}× ({per_byte[kind]:,.0f} vs {valid:,.0f} a byte)",
+            verdict(per_byte[kind] / valid <= 10),
+        )
+        for kind in RUNS
+    ]
+
+
 def main() -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     from streamfsm import _handlers
 
-    blob = blobs()
-    cost = {kind: (instructions(kind, 3) - instructions(kind, 1)) / 2 for kind in blob}
-    per_valid = cost["valid"] / len(blob["valid"])
+    per_byte = measure()
+    valid = per_byte["valid"]
     print(f"machine: {'pure Python' if str(_handlers.__file__).endswith('.py') else 'compiled'}")
-    print(f"valid lines: {per_valid:,.0f} instructions a byte")
+    print(f"valid lines: {valid:,.0f} instructions a byte")
     for kind in RUNS:
-        per_blank = (cost[kind] - cost["valid"]) / (len(blob[kind]) - len(blob["valid"]))
-        ratio = per_blank / per_valid
-        print(f"blank lines ({kind}): {per_blank:,.0f} instructions a byte ({ratio:.1f} times a valid byte)")
+        ratio = per_byte[kind] / valid
+        print(f"blank lines ({kind}): {per_byte[kind]:,.0f} instructions a byte ({ratio:.1f} times a valid byte)")
     return 0
 
 

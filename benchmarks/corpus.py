@@ -32,9 +32,10 @@ Method
   URLs in alternate passes (a first pass of each to warm up and compare the reports, which must agree; then
   two timed passes each, the mean quoted). Needs ``streamfsm[cloud]`` (fsspec, and
   ``check_file`` reading URLs); without it the row says so.
-* **Peak memory** of ``python -m streamfsm check -q -j 1`` on two files of 50 MiB, against the largest stream
+* **Peak memory** of ``python -m streamfsm check -q -j 1`` on three files of 50 MiB, against the largest stream
   in each: one JSON-lines file that is one stream (one text block in 40-byte deltas, its ``block-end`` with
-  the whole text, usage, finish) and one session log of many streams (as ``big``, cut at 50 MiB). The
+  the whole text, usage, finish), one session log of many streams (as ``big``, cut at 50 MiB), and one session
+  log that is one stream whose deltas are one packed ``text-chunks`` row of one-character members. The
   constant is the peak RSS of the same command on a tiny file of the same kind (the typical turn as JSON
   lines; the smallest recorded session whose streams are all valid, as a session log: reading a session log
   loads code a JSON-lines file does not), the median of ``repeats`` runs; the 50 MiB files once (peak RSS
@@ -62,7 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,6 +281,56 @@ def make_one_stream(path: Path, target: int) -> int:
         fh.write(text * (n % 1000))
         fh.write(b'"' + suffix + tail)
     return path.stat().st_size
+
+
+def make_packed_row(path: Path, target: int) -> tuple[int, int]:
+    """A session log of about ``target`` bytes that is one valid stream (HARNESS) whose text block's deltas are one
+    ``text-chunks`` row of one-character members (the row that cost 41x its bytes when expanded whole), then its
+    block-end with the whole text, usage, finish. Returns the file's size and the stream's (its lines but the
+    header)."""
+
+    def line(record: dict[str, Any]) -> bytes:
+        return orjson.dumps(record) + b"\n"
+
+    def event(seq: int, chunk: dict[str, Any]) -> bytes:
+        return line(
+            {"type": "assistant/chunk", "seq": seq, "time": 1000, "data": {"turn": 0, "step": 0, "chunk": chunk}}
+        )
+
+    header = line({"type": "session", "version": 1, "id": "packed-row"})
+    start = event(0, {"type": "block-start", "index": 0, "blockType": "text"})
+    row = (
+        b'{"type":"text-chunks","seq0":1,"time0":1000,"data":{"turn":0,"step":0,"index":0,"dt":[',
+        b'],"texts":[',
+        b"]}}\n",
+    )
+    end = event(9, {"type": "block-end", "index": 0, "block": {"type": "text", "text": ""}})
+    tail = event(9, {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}}) + event(
+        9, {"type": "finish", "reason": {"kind": "stop"}}
+    )
+    # A member costs 4 bytes in the row ("a",), 2 in its dt (0,) and 1 in the block-end's text, less the two
+    # commas the last member has not.
+    n = max(3, (target - len(header) - len(start) - len(b"".join(row)) - len(end) - len(tail) + 2) // 7)
+
+    def repeated(piece: bytes, count: int, last: bytes) -> Iterator[bytes]:
+        """``piece`` ``count`` times, the last one ``last``, a block of 100,000 at a time."""
+        for k in range(0, count - 1, 100_000):
+            yield piece * min(100_000, count - 1 - k)
+        yield last
+
+    with open(path, "wb") as fh:
+        fh.write(header + start)
+        fh.write(row[0])
+        fh.writelines(repeated(b"0,", n - 1, b"0"))
+        fh.write(row[1])
+        fh.writelines(repeated(b'"a",', n, b'"a"'))
+        fh.write(row[2])
+        prefix, suffix = end.split(b'"text":""')
+        fh.write(prefix + b'"text":"')
+        fh.writelines(repeated(b"a", n, b"a"))
+        fh.write(b'"' + suffix + tail)
+    size = path.stat().st_size
+    return size, size - len(header)
 
 
 # -- running the command ------------------------------------------------------------------------------------------
@@ -566,11 +617,15 @@ def run_corpus(sizes: CorpusSizes, out_dir: Path, tmp: Path | None = None) -> Co
         one = root / "one-stream.jsonl"
         one_size = make_one_stream(one, sizes.memory)
         log_mem, log_largest = make_session_log(root / "session-50.jsonl", sizes.memory, sessions)
+        row = root / "packed-row.jsonl"
+        row_size, row_stream = make_packed_row(row, sizes.memory)
         memory: list[MemoryRow] = []
         cases = [
             ("JSON lines: one stream, one text block (STRICT)", one, one_size, one_size, 1, "strict", tiny),
             ("session log: many streams (HARNESS)", log_mem.paths[0], log_mem.size, log_largest,
              log_mem.streams, POLICY, tiny_log),
+            ("session log: one stream, its deltas one packed row of one-character members (HARNESS)", row, row_size,
+             row_stream, 1, POLICY, tiny_log),
         ]
         for title, path, size, largest, streams, policy, small_one in cases:
             command = ["-q", "--no-progress", "-j", "1", "--policy", policy]

@@ -571,11 +571,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     workloads, notes = all_workloads(cfg.sizes)
     corpus_sizes = args.corpus or ("smoke" if cfg.smoke else "full")
+    blank_lines = not cfg.smoke  # counted under valgrind: half a minute, no use at tiny sizes
     if args.only:
         keep = {k.strip() for k in args.only.split(",") if k.strip()}
         workloads = [w for w in workloads if w.key in keep]
         if "corpus" not in keep:
             corpus_sizes = "none"
+        blank_lines = "blank-lines" in keep
     # Modules, peers and workloads live for the whole run: out of the collector's sight, a collection
     # costs microseconds instead of a fifth of a second (with every peer imported).
     gc.collect()
@@ -609,6 +611,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             checks += ("\n\nCorpus checks: every `streamfsm check` run found the streams, files and invalid streams "
                        "its corpus holds.")
+    if blank_lines:
+        from . import blank_lines as blanks  # instructions under valgrind, in child interpreters
+
+        ts += blanks.targets()
     elapsed = time.perf_counter() - started
 
     peer_lines = [f"- {dist} {v}: installed" for dist, v in versions.items()]
@@ -650,6 +656,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Run time: {elapsed:.0f} s.",
     ]) + "\n"
     (out_dir / "RESULTS.md").write_text(report, encoding="utf-8")
+    if out_dir == HERE:  # the committed results: the docs site's performance page follows them
+        from . import docs
+
+        docs.write()
     return 1 if failures else 0
 
 

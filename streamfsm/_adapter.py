@@ -20,6 +20,7 @@ from ._api import aclose_upstream, avalidate
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, WireModel
+from ._observe import IN_RUN, instrumentation
 from ._wire import StreamChunk
 
 __all__ = [
@@ -321,7 +322,7 @@ class LlmAdapter(abc.ABC):
         info = await self.resolve_model(options.model)
         return resolve_reasoning_effort(options, info)
 
-    async def generate(
+    def generate(
         self,
         options: GenerateOptions,
         *,
@@ -334,8 +335,18 @@ class LlmAdapter(abc.ABC):
         :class:`LlmError` at the chunk where it broke. An exception from the adapter (its :meth:`resolve_model`
         included) that is not an ``LlmError`` becomes ``LlmError(UNKNOWN)`` with the original as ``__cause__``.
         ``policy=None`` skips the machine. No secret of the adapter (its API key) is in the error raised, nor in
-        its causes.
+        its causes. Outside an agent run, an instrumentation in force (:mod:`streamfsm.otel`) traces the stream.
         """
+        chunks = self._checked(options, policy, limits)
+        instrumented = instrumentation()
+        if instrumented is None or IN_RUN.get():
+            return chunks
+        return instrumented.stream(self, options, chunks)
+
+    async def _checked(
+        self, options: GenerateOptions, policy: Policy | str | None, limits: Limits | None
+    ) -> AsyncIterator[StreamChunk]:
+        """:meth:`generate`'s stream."""
         source: AsyncIterator[StreamChunk] | None = None
         failure: LlmError | None = None
         try:

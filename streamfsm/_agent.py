@@ -50,9 +50,10 @@ from ._adapter import GenerateOptions, LlmAdapter, Message, UserMessage
 from ._attempt import Attempt, finish_error
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
-from ._flat import DoneChunk, DoneReason, ErrorChunk, TextChunk, TokenUsage, ToolCallChunk, done_reason
+from ._flat import DoneChunk, DoneReason, ErrorChunk, TextChunk, ToolCallChunk, done_reason
 from ._models import ToolCallBlock
-from ._observe import LOGGER, Flat, Hooks, Logger, Meter, RunLog, StreamMetrics
+from ._observe import IN_RUN, LOGGER, Flat, Hooks, Logger, Meter, RunLog, StreamMetrics, instrumentation
+from ._quote import quote
 from ._retry import AgentLimits, RetryPolicy, TextBudget, over_token_budget, timed_out
 from ._tool_calls import ToolRunner
 from ._tool_phase import ToolPhase
@@ -71,7 +72,8 @@ class AgentLoop:
     The request: ``model`` (a model id), or ``options``, a :class:`GenerateOptions` template (system prompt,
     temperature, ...) whose ``messages`` and ``tools`` must be left empty: the run fills them in. The
     run's abort signal is passed to the adapter when it supports the ``signal`` option.
-    ``policy`` is the block protocol's; ``retry``, ``limits``, ``hooks`` as their classes say.
+    ``policy`` is the block protocol's; ``retry``, ``limits``, ``hooks`` as their classes say. ``name``
+    names the agent where a run is traced (:mod:`streamfsm.otel`: ``invoke_agent {name}``).
     ``eager_tools`` starts a tool call as soon as its ``block-end`` arrives, while the model still
     streams (its result is still emitted after the turn; if the attempt then fails, it is cancelled).
     ``clock`` (seconds) and ``sleep`` (seconds, awaitable) are injectable for tests; timeouts use the
@@ -90,6 +92,7 @@ class AgentLoop:
         limits: AgentLimits | None = None,
         hooks: Hooks | None = None,
         eager_tools: bool = False,
+        name: str | None = None,
         logger: Logger | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -117,6 +120,8 @@ class AgentLoop:
         self.limits = limits if limits is not None else AgentLimits()
         self.hooks = hooks if hooks is not None else Hooks()
         self.eager_tools = eager_tools
+        #: The agent's name (None: unnamed).
+        self.name = name
         self.logger: Logger = logger if logger is not None else LOGGER
         self.clock = clock
         self.sleep = sleep
@@ -245,7 +250,7 @@ class AgentRun:
         consumer gets the interrupt instead of the final ``done``."""
         if self._interrupt is None and self.done is None:
             self._interrupt = exc
-        self._stop(LlmError(f"interrupted: KeyboardInterrupt in tool {call.name!r}", ErrorCode.ABORTED))
+        self._stop(LlmError(f"interrupted: KeyboardInterrupt in tool {quote(call.name)}", ErrorCode.ABORTED))
 
     async def _reap(self) -> None:
         """Cancel and wait for every task of the run (producer, back-off sleep, tools). A task already
@@ -263,6 +268,9 @@ class AgentRun:
         agent = self.agent
         aio = asyncio.get_running_loop()
         self._meter.start = agent.clock()  # the run starts when its first chunk is asked for, not when made
+        instrumented = instrumentation()
+        if instrumented is not None:
+            self._log.trace = self._tools.trace = instrumented.run(agent, agent.clock)
         handles: list[asyncio.TimerHandle] = []
         remove: Callable[[], None] | None = None
         if signal is not None:
@@ -372,7 +380,7 @@ class AgentRun:
                 why = (
                     f"not run: {self._cause.message}"
                     if self._cause is not None
-                    else f"not run: the model ended its turn with {kind!r}"
+                    else f"not run: the model ended its turn with {quote(kind)}"
                 )
                 for chunk in await self._end_phase(why):
                     yield chunk
@@ -433,7 +441,7 @@ class AgentRun:
         budget = self._budget
         eager = agent.eager_tools
         options = self._request_options()
-        await self._log.request_start(options, turn.number, attempt.number)
+        await self._log.request_start(options, attempt, meter)
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
         producer = self._producer = aio.create_task(self._pump(options, queue, meter))
         producer.add_done_callback(functools.partial(_wake, queue))
@@ -479,23 +487,21 @@ class AgentRun:
         await asyncio.wait([producer])
         self._producer = None
         result = attempt.result
-        usage = result.usage if result is not None else None
-        if usage is not None:
-            meter.add_usage(TokenUsage.from_usage(usage))
         if self._cause is not None:
-            await self._log.request_end("cancel", None)
+            await self._log.request_end("cancel", self._cause)
             return
         if attempt.failure is not None:
-            await self._log.request_end("error", usage, attempt.failure)
+            await self._log.request_end("error", attempt.failure)
         elif result is not None:
-            await self._log.request_end(done_reason(result.finish.kind), usage)
+            await self._log.request_end(done_reason(result.finish.kind))
 
     async def _pump(self, options: GenerateOptions, queue: asyncio.Queue[Any], meter: Meter) -> Exception | None:
         """The producer task: the adapter's raw chunks into ``queue`` (the run validates them), counted and
         timed as they arrive. What the adapter raises is returned, not raised: a run stopped meanwhile drops
         it, and a task that failed unread would be logged by asyncio as "never retrieved"."""
         clock = self.agent.clock
-        chunks = self.agent.adapter.generate(options, policy=None)
+        IN_RUN.set(True)  # this task's own context: the adapter's stream is the run's request, traced as such
+        chunks = self._log.chunks(self.agent.adapter.generate(options, policy=None))
         try:
             async for chunk in chunks:
                 if meter.first is None:
@@ -529,6 +535,8 @@ class AgentRun:
     def _finish(self, reason: DoneReason) -> DoneChunk:
         self._meter.end = self.agent.clock()
         self.done = DoneChunk(reason=reason, usage=self._meter.usage)
+        if self._log.trace is not None:
+            self._log.trace.end(self.done, self.error)
         return self.done
 
     async def _end_phase(self, why: str) -> list[Flat]:
@@ -548,7 +556,7 @@ class AgentRun:
         cause = self._cause
         assert cause is not None
         out = await self._end_phase(f"cancelled: {cause.message}")
-        await self._log.request_end("cancel", None)
+        await self._log.request_end("cancel", cause)
         if self._turn is not None:
             self._close_turn()
         self.error = cause

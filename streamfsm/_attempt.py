@@ -19,7 +19,7 @@ from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._flat import TextChunk, ToolCallChunk
 from ._machine import StreamAssembler
-from ._models import LlmFailure, StreamResult, ToolCallBlock
+from ._models import LlmFailure, StreamResult, ToolCallBlock, Usage
 from ._tool_calls import check_arguments
 from ._tool_phase import TurnCall
 from ._wire import CallId
@@ -80,6 +80,13 @@ class Attempt:
         result = self.result = self.asm.close()
         if result.finish.kind == "error":
             self.failure = finish_error(result.finish.failure, ErrorCode.UNKNOWN)
+
+    @property
+    def usage(self) -> Usage | None:
+        """The usage the response sent, whether or not it completed (None: none came, so it is unknown)."""
+        if self.result is not None:
+            return self.result.usage
+        return self.asm.snapshot().usage  # cut off, failed or stopped: what was received all the same
 
     def turn_calls(self) -> list[TurnCall]:
         """The completed calls in call order (their blocks' order), as the turn's tool phase runs them."""

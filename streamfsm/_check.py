@@ -23,8 +23,10 @@ from ._errors import ErrorCode, LlmError
 from ._lines import BLANK, BOM, LineTooLong, bounded_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
+from ._quote import quote
 from ._recordings import (
     FORMATS,
+    NOT_JSON_SHOWN,
     RecordedChunks,
     RecordedStream,
     RecordingSource,
@@ -111,7 +113,8 @@ class StreamReport:
     path: str
     #: 0-based position of the stream in its file.
     stream: int
-    #: Whether the file's format holds several streams (a session log), so the name carries the number.
+    #: Whether the file holds several streams (a session log, a provider recording of several turns), so the name
+    #: carries the number.
     numbered: bool
     format: str
     policy: str
@@ -147,7 +150,8 @@ class StreamReport:
 
     @property
     def name(self) -> str:
-        """``path`` for a file of one stream, ``path#n`` for the n-th stream of a session log."""
+        """``path`` for a file of one stream, ``path#n`` for the n-th stream of a session log or turn of a provider
+        recording of several."""
         return f"{self.path}#{self.stream}" if self.numbered else self.path
 
     def to_json(self) -> dict[str, Any]:
@@ -225,8 +229,8 @@ def _chunk_text(chunk: object) -> str:
         return chunk.text
     try:
         return orjson.dumps(chunk).decode()
-    except TypeError:
-        return repr(chunk)
+    except TypeError:  # not JSON to orjson (nested past 255 levels, an integer past 64 bits): quoted, bounded
+        return quote(chunk, CHUNK_TEXT_MAX)
 
 
 def check_recording(
@@ -290,6 +294,7 @@ def _replayed(recording: RecordedStream) -> RecordedChunks:
     stream.turn, stream.step = recording.turn, recording.step
     stream.failure, stream.failure_line = recording.failure, recording.failure_line
     stream.failure_text = recording.failure_text
+    stream.more = recording.more
     return stream
 
 
@@ -297,7 +302,8 @@ def _common(stream: RecordedChunks, policy: Policy, numbered: bool) -> dict[str,
     return {
         "path": stream.path,
         "stream": stream.number,
-        "numbered": numbered,
+        # A provider recording of several turns is named as a session log is: stream by stream.
+        "numbered": numbered or stream.number > 0 or stream.more,
         "format": stream.format,
         "policy": policy.value,
         "chunks": stream.count,
@@ -450,6 +456,7 @@ class _FirstLine:
                     record = orjson.loads(content)
                 except orjson.JSONDecodeError:
                     record = None
+                    self.text = short(self.text, NOT_JSON_SHOWN + 1)  # not a recording's line: its start only
                 self.header = isinstance(record, dict) and record.get("type") == "session"
                 yield line
                 break

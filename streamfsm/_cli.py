@@ -395,7 +395,7 @@ def _complain(text: str) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    inputs = _inputs(args.paths)
+    inputs = _inputs(args.paths, follow_links=args.follow_links)
     for item in inputs:
         if item.skipped is not None:
             _complain(f"{item.path}: {item.skipped}")
@@ -577,6 +577,12 @@ def build_parser() -> argparse.ArgumentParser:
         "LocalCluster started here (needs the dask extra)",
     )
     check.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="in a folder walked or a pattern's matches, read links to files outside it too (not by default: a "
+        "link to ~/.env is not a recording); links to folders are never followed",
+    )
+    check.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"
     )
     _color_option(check)
@@ -593,7 +599,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _policy_option(assemble, Policy.STRICT.value)
     _format_option(assemble)
-    assemble.add_argument("--stream", type=int, metavar="N", help="only the N-th stream (0-based) of a session log")
+    assemble.add_argument(
+        "--stream",
+        type=int,
+        metavar="N",
+        help="only the N-th stream (0-based): of a session log, or turn of a provider recording",
+    )
     assemble.add_argument("--compact", action="store_true", help="one line per stream instead of indented JSON")
     _color_option(assemble)
     assemble.set_defaults(run=_assemble)
@@ -601,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     draw = commands.add_parser(
         "diagram",
         help="print the machine's Mermaid state diagram",
-        description="Print the Mermaid state diagram the machine is declared as (the README's).",
+        description="Print the Mermaid state diagram the machine is declared as (the one in docs/concepts/machine.md).",
     )
     _policy_option(draw, None)
     draw.set_defaults(run=_diagram)

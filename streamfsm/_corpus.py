@@ -20,7 +20,7 @@ is a file whose worker died: a batch that fails is checked again one file per ta
 fails is reported as that file's error (``the check failed on a worker: ...``). The run goes on.
 
 **When workers pay off (-j 0).** Measured with ``streamfsm check -q --no-progress`` on the two cores here, the
-machine compiled (the numbers are in the README, "Checking a corpus"): a file costs about :data:`FILE_COST` to check
+machine compiled (docs/guides/corpora.md): a file costs about :data:`FILE_COST` to check
 in one process, plus :data:`BYTE_COST` a byte. Two workers take about 20 ms to start; with them, the main process
 still spends about 15 us a small file (its size looked at, its report unpickled, counted and printed) and the
 workers about 10 us more than a check: for small files, about a quarter more CPU in all than ``-j 1``, for big ones

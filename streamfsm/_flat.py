@@ -28,6 +28,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ErrorCode, LlmError
 from ._models import Usage, WireModel, parse_arguments
+from ._quote import quote
 from ._wire import FinishKind
 
 __all__ = [
@@ -226,7 +227,9 @@ class DoneChunk(WireModel):
     """The last chunk (``{type: "done", reason, usage?}``).
 
     ``reason``: ``stop``, ``tool_use`` (the run stopped at its turn limit with the model still calling
-    tools), ``length`` (max tokens), ``cancel`` (aborted, timed out, over budget) or ``error``.
+    tools), ``length`` (max tokens), ``cancel`` (aborted, timed out, over budget) or ``error``. ``usage``: the
+    run's tokens as its responses reported them, a response cancelled or cut off after its ``usage`` came
+    included; None when none reported any (unknown, which is not 0).
     """
 
     type: Literal["done"] = "done"
@@ -272,7 +275,7 @@ def parse_flat(chunk: object) -> TextChunk | ToolCallChunk | ToolResultChunk | E
     cls = _BY_TYPE.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise LlmError(
-            f"unknown flat chunk type {kind!r}; expected one of {', '.join(_BY_TYPE)}", ErrorCode.INVALID_CHUNK
+            f"unknown flat chunk type {quote(kind)}; expected one of {', '.join(_BY_TYPE)}", ErrorCode.INVALID_CHUNK
         )
     keys = _KEYS[kind]  # type: ignore[index]
     try:
@@ -401,20 +404,21 @@ class FlatValidator:
         if call.index != self._index:
             self._fail(
                 ErrorCode.INDEX_OUT_OF_ORDER,
-                f"tool_call {call.id!r} has index {call.index}; expected {self._index} (calls so far in this turn)",
+                f"tool_call {quote(call.id)} has index {call.index}; expected {self._index} "
+                "(calls so far in this turn)",
                 n,
             )
         if call.id in self._turn_ids:
-            self._fail(ErrorCode.TOOL_CALL_CONFLICT, f"tool_call id {call.id!r} is used twice in one turn", n)
+            self._fail(ErrorCode.TOOL_CALL_CONFLICT, f"tool_call id {quote(call.id)} is used twice in one turn", n)
         if self._calls.get(call.id) is False:
             self._fail(
                 ErrorCode.TOOL_CALL_CONFLICT,
-                f"tool_call id {call.id!r} is reused while its earlier call is unanswered",
+                f"tool_call id {quote(call.id)} is reused while its earlier call is unanswered",
                 n,
             )
         _, why = parse_arguments(call.arguments)
         if why:
-            self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"tool_call {call.id!r}: {why}", n)
+            self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"tool_call {quote(call.id)}: {why}", n)
         self._index += 1
         self._turn_ids.add(call.id)
         self._calls.pop(call.id, None)  # a reuse in a later turn: the new call is the one in force
@@ -426,14 +430,16 @@ class FlatValidator:
         if answered is None:
             self._fail(
                 ErrorCode.TOOL_RESULT_UNMATCHED,
-                f"tool_result {result.id!r} answers {result.tool_call_id!r}, which no earlier tool_call (still in "
-                "force) has as its id",
+                f"tool_result {quote(result.id)} answers {quote(result.tool_call_id)}, which no earlier tool_call "
+                "(still in force) has as its id",
                 n,
             )
         if answered:
-            self._fail(ErrorCode.TOOL_RESULT_DUPLICATE, f"tool_call {result.tool_call_id!r} was already answered", n)
+            self._fail(
+                ErrorCode.TOOL_RESULT_DUPLICATE, f"tool_call {quote(result.tool_call_id)} was already answered", n
+            )
         if result.id in self._results:
-            self._fail(ErrorCode.TOOL_RESULT_DUPLICATE, f"tool_result id {result.id!r} is used twice", n)
+            self._fail(ErrorCode.TOOL_RESULT_DUPLICATE, f"tool_result id {quote(result.id)} is used twice", n)
         self._calls[result.tool_call_id] = True
         self._results.add(result.id)
         # Results come after a completed turn: its calls stand, and the next text or call starts a new turn.

@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import from_json
 
 from ._json import copy_json
+from ._quote import quote
 from ._wire import CallId
 
 __all__ = [
@@ -212,7 +213,7 @@ class ToolCallBlock(WireModel):
         """
         parsed, why = parse_arguments(self.arguments)
         if parsed is None:
-            raise ValueError(f"tool call {self.id!r} ({self.name}): arguments are not a JSON object: {why}")
+            raise ValueError(f"tool call {quote(self.id)} ({self.name}): arguments are not a JSON object: {why}")
         return parsed
 
 

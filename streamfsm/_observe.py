@@ -6,22 +6,51 @@
   once, in the turn's meter, and a run's figures while a turn is open are the closed turns' plus the open one's;
 - the log records, every one written here: ``llm_request``, ``llm_response``, ``llm_retry`` and ``llm_error``
   by :class:`RunLog`, ``tool_error`` and ``tool_abandoned`` by :func:`log_tool_error` and
-  :func:`log_tool_abandoned`; a listener that raises is logged as ``hook_error``.
+  :func:`log_tool_abandoned`; a listener that raises is logged as ``hook_error``;
+- the instrumentation hooks (:class:`Instrumentation`, set by :mod:`streamfsm.otel`): a run, each model request,
+  each tool call and each bare adapter stream, as they start and end. With none set (the default) the loop and
+  the adapters check for one once per run or request, never per chunk.
+
+A request's usage is what it received (its ``usage`` chunk), whether or not the stream completed: a request
+cancelled or timed out after its usage came reports that usage, one cut off before it reports None (unknown),
+never 0 (:meth:`RunLog.request_end`).
 """
 
 from __future__ import annotations
 
+import abc
 import inspect
 import logging
-from collections.abc import Callable
-from typing import Any, Literal, TypeAlias, TypeVar, overload
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
-from ._adapter import GenerateOptions
 from ._errors import LlmError
 from ._flat import DoneChunk, DoneReason, ErrorChunk, TextChunk, TokenUsage, ToolCallChunk, ToolResultChunk
 from ._models import ToolCallBlock, Usage, WireModel
 
-__all__ = ["LOGGER", "Flat", "Hooks", "Logger", "Meter", "RunLog", "StreamMetrics"]
+if TYPE_CHECKING:
+    from ._adapter import GenerateOptions, LlmAdapter
+    from ._agent import AgentLoop
+    from ._attempt import Attempt
+    from ._tool_calls import Outcome
+    from ._wire import StreamChunk
+
+__all__ = [
+    "IN_RUN",
+    "LOGGER",
+    "Flat",
+    "Hooks",
+    "Instrumentation",
+    "Logger",
+    "Meter",
+    "RequestTrace",
+    "RunLog",
+    "RunTrace",
+    "StreamMetrics",
+    "instrumentation",
+    "set_instrumentation",
+]
 
 #: A flat chunk object, as a run yields it.
 Flat: TypeAlias = TextChunk | ToolCallChunk | ToolResultChunk | ErrorChunk | DoneChunk
@@ -47,7 +76,8 @@ class StreamMetrics(WireModel):
     ``total_duration``: a turn from its first request to its finish (tools not included); a run from
     start to ``done``. ``chunk_count``: block-protocol chunks the adapter sent, every attempt counted.
     ``tool_call_count``: completed tool calls. ``retry_count``: attempts retried. ``token_usage``: added
-    up over every response that reported usage (None if none did).
+    up over every response that reported usage, one cancelled, timed out or cut off after its ``usage`` came
+    included (None if none did: unknown, never 0).
     """
 
     ttfb: float | None
@@ -187,24 +217,105 @@ async def _notify(listeners: list[Callable[[Any], Any]], event: str, value: obje
             logger.exception("hook_error", extra={"hook": event, "listener": repr(listener)})
 
 
+# --- Instrumentation ----------------------------------------------------------------------------------
+
+
+class RequestTrace(abc.ABC):
+    """One model request of a run, as an instrumentation follows it (from :meth:`RunTrace.request`)."""
+
+    __slots__ = ()
+
+    def chunks(self, source: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
+        """``source``, the adapter's chunks, as the run reads them: an instrumentation that times each chunk
+        wraps it here (by default it is returned as it is)."""
+        return source
+
+    @abc.abstractmethod
+    def end(self, reason: DoneReason, usage: Usage | None, error: LlmError | None) -> None:
+        """The request ended: ``reason`` as its ``stream_end`` says (``cancel`` when the run was stopped);
+        ``usage`` as received (None: none came); ``error``: why it failed (reason ``error``) or was stopped."""
+
+
+class RunTrace(abc.ABC):
+    """One :class:`AgentRun`, as an instrumentation follows it (from :meth:`Instrumentation.run`)."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def request(self, options: GenerateOptions, attempt: int) -> RequestTrace:
+        """A model request starts (attempt ``attempt`` of a turn, counted from 1)."""
+
+    @abc.abstractmethod
+    def tool(self, call: ToolCallBlock, job: Coroutine[Any, Any, Outcome]) -> Coroutine[Any, Any, Outcome]:
+        """A tool call starts: ``job`` runs it to its outcome (cancelled: the run was stopped); the call as
+        the run awaits it (by default ``job`` itself)."""
+
+    @abc.abstractmethod
+    def retry(self, error: LlmError, retry: int, delay_ms: int) -> None:
+        """A failed attempt is retried (``retry``: the turn's retries so far) after ``delay_ms``."""
+
+    @abc.abstractmethod
+    def end(self, done: DoneChunk, error: LlmError | None) -> None:
+        """The run is over with ``done``; ``error`` is what ended it (:attr:`AgentRun.error`)."""
+
+
+class Instrumentation(abc.ABC):
+    """What a tracer (:class:`streamfsm.otel.StreamfsmInstrumentor`) plugs in: told of runs and of bare
+    adapter streams (:meth:`LlmAdapter.generate` called outside a run). Set with :func:`set_instrumentation`."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def run(self, loop: AgentLoop, clock: Callable[[], float]) -> RunTrace:
+        """A run of ``loop`` starts (``clock``: the loop's, seconds)."""
+
+    @abc.abstractmethod
+    def stream(
+        self, adapter: LlmAdapter, options: GenerateOptions, chunks: AsyncIterator[StreamChunk]
+    ) -> AsyncIterator[StreamChunk]:
+        """A bare adapter stream: ``chunks`` (checked by the machine unless ``policy=None``) as its caller gets
+        them."""
+
+
+_instrumentation: Instrumentation | None = None
+
+#: Set in a run's producer task: an adapter stream there is the run's request, traced by the run, not on its own.
+IN_RUN: ContextVar[bool] = ContextVar("streamfsm_in_run", default=False)
+
+
+def instrumentation() -> Instrumentation | None:
+    """The instrumentation in force (None: nothing is traced)."""
+    return _instrumentation
+
+
+def set_instrumentation(value: Instrumentation | None) -> None:
+    """Put ``value`` in force for runs and streams that start from now on (None: trace nothing)."""
+    global _instrumentation
+    _instrumentation = value
+
+
 # --- Log records (and the hooks that go with them) ---------------------------------------------------
 
 
 class RunLog:
-    """What one run reports of its requests: log records and hooks, each request's start paired with its end."""
+    """What one run reports of its requests: log records, hooks and the instrumentation's trace, each request's
+    start paired with its end. ``trace``: the run's (None: the run is not traced)."""
 
-    __slots__ = ("_clock", "_hooks", "_logger", "_open")
+    __slots__ = ("_clock", "_hooks", "_logger", "_open", "trace")
 
-    def __init__(self, hooks: Hooks, logger: Logger, clock: Callable[[], float]) -> None:
+    def __init__(self, hooks: Hooks, logger: Logger, clock: Callable[[], float], trace: RunTrace | None = None) -> None:
         self._hooks = hooks
         self._logger = logger
         self._clock = clock
-        #: The request in flight: its options, turn, attempt and start time.
-        self._open: tuple[GenerateOptions, int, int, float] | None = None
+        self.trace = trace
+        #: The request in flight: its options, attempt, the turn's meter, start time and trace.
+        self._open: tuple[GenerateOptions, Attempt, Meter, float, RequestTrace | None] | None = None
 
-    async def request_start(self, options: GenerateOptions, turn: int, attempt: int) -> None:
-        """A model request is sent: ``llm_request``, then the ``stream_start`` hooks."""
-        self._open = (options, turn, attempt, self._clock())
+    async def request_start(self, options: GenerateOptions, attempt: Attempt, meter: Meter) -> None:
+        """A model request is sent for ``attempt`` (its turn's figures in ``meter``): ``llm_request``, then the
+        ``stream_start`` hooks."""
+        trace = self.trace.request(options, attempt.number) if self.trace is not None else None
+        self._open = (options, attempt, meter, self._clock(), trace)
         self._logger.info(
             "llm_request",
             extra={
@@ -212,29 +323,36 @@ class RunLog:
                 "message_count": len(options.messages),
                 "tool_count": len(options.tools or ()),
                 "stream": True,
-                "turn": turn,
-                "attempt": attempt,
+                "turn": attempt.turn,
+                "attempt": attempt.number,
             },
         )
         listeners = self._hooks.listeners["stream_start"]
         if listeners:
             await _notify(listeners, "stream_start", options, self._logger)
 
-    async def request_end(self, reason: DoneReason, usage: Usage | None, error: LlmError | None = None) -> None:
-        """The request in flight ended (if one is: a second call does nothing): ``llm_response``, then the
-        ``stream_end`` hooks."""
+    def chunks(self, source: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
+        """The adapter's chunks of the request in flight, as its trace follows them."""
+        trace = self._open[4] if self._open is not None else None
+        return source if trace is None else trace.chunks(source)
+
+    async def request_end(self, reason: DoneReason, error: LlmError | None = None) -> None:
+        """The request in flight ended (if one is: a second call does nothing): its usage as received is added
+        to its turn's figures, then ``llm_response``, the ``stream_end`` hooks and its trace's end."""
         if self._open is None:
             return
-        options, turn, attempt, started = self._open
+        options, attempt, meter, started, trace = self._open
         self._open = None
+        usage = attempt.usage
         tokens = TokenUsage.from_usage(usage) if usage is not None else None
+        meter.add_usage(tokens)
         extra: dict[str, Any] = {
             "model": options.model,
             "duration": self._clock() - started,
             "tokens": tokens.total_tokens if tokens is not None else None,
             "reason": reason,
-            "turn": turn,
-            "attempt": attempt,
+            "turn": attempt.turn,
+            "attempt": attempt.number,
         }
         if error is not None:
             extra["code"] = str(error.code)
@@ -242,9 +360,11 @@ class RunLog:
         listeners = self._hooks.listeners["stream_end"]
         if listeners:
             await _notify(listeners, "stream_end", DoneChunk(reason=reason, usage=tokens), self._logger)
+        if trace is not None:
+            trace.end(reason, usage, error)
 
     def retry(self, error: LlmError, retry: int, max_retries: int, delay_ms: int, turn: int) -> None:
-        """A failed attempt is retried after ``delay_ms``: ``llm_retry``."""
+        """A failed attempt is retried after ``delay_ms``: ``llm_retry``, and an event on the run's trace."""
         self._logger.warning(
             "llm_retry",
             extra={
@@ -256,6 +376,8 @@ class RunLog:
                 "turn": turn,
             },
         )
+        if self.trace is not None:
+            self.trace.retry(error, retry, delay_ms)
 
     def failed(self, error: LlmError, turn: int, attempt: int) -> None:
         """The run fails with ``error``: ``llm_error``."""

@@ -32,17 +32,20 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Final, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
-from ._chunk_rows import ROW_TYPES, MalformedRow, expand_row
+from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
 from ._errors import ErrorCode, LlmError
 from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
+
+if TYPE_CHECKING:
+    from ._providers.convert import Turns
 
 __all__ = [
     "FORMATS",
@@ -132,7 +135,8 @@ class RecordedStream:
     ``members`` tells the chunks a packed row stood for: ``members[i]`` is ``k`` for the k-th member
     (1-based) of the row on ``lines[i]``, 0 for a chunk that had a line of its own. ``failure`` is an
     error the reading or the provider conversion raised after these chunks (``failure_line``,
-    ``failure_text``: where, and the provider event it raised at).
+    ``failure_text``: where, and the provider event it raised at). A provider recording holds one stream per
+    turn (``more``: another turn follows).
     """
 
     path: str
@@ -147,6 +151,8 @@ class RecordedStream:
     failure: LlmError | None = None
     failure_line: int | None = None
     failure_text: str | None = None
+    #: Whether another stream follows this one in its recording (a provider recording of several turns).
+    more: bool = False
 
     @property
     def finished(self) -> bool:
@@ -201,6 +207,7 @@ class RecordedChunks:
         "k",
         "last",
         "line",
+        "more",
         "number",
         "path",
         "step",
@@ -223,6 +230,8 @@ class RecordedChunks:
         self.failure: LlmError | None = None
         self.failure_line: int | None = None
         self.failure_text: str | None = None
+        #: Whether another stream follows in the recording (known once this one's chunks are over).
+        self.more = False
 
     def chunks(self) -> Iterator[Any]:
         """The stream's chunks, each once, as they are read (``last``, ``line`` and ``member`` follow them)."""
@@ -264,6 +273,7 @@ class RecordedChunks:
             self.failure,
             self.failure_line,
             self.failure_text,
+            self.more,
         )
 
 
@@ -321,8 +331,19 @@ class _Numbered:
                 return self._number, raw
 
 
-def _invalid(raw: bytes, reason: str, what: str = "line is not JSON") -> InvalidLine:
-    return InvalidLine(raw.decode("utf-8", "backslashreplace").strip(), reason, what)
+#: How much of a line that is not JSON a report quotes: a file that is not a recording (a folder's link to
+#: ``~/.env``, say) is not echoed past this short prefix, escaped where it is shown.
+NOT_JSON_SHOWN: Final = 16
+#: How much of a malformed packed row (JSON, but not a row's shape) a report quotes.
+ROW_SHOWN: Final = 200
+
+
+def _invalid(raw: bytes, reason: str, what: str = "line is not JSON", shown: int = NOT_JSON_SHOWN) -> InvalidLine:
+    """A refused line, quoted by its first ``shown`` characters (``…`` marks the cut); only those are decoded."""
+    text = raw[: 4 * shown + 64].decode("utf-8", "backslashreplace").strip()
+    if len(text) > shown or len(raw) > 4 * shown + 64:
+        text = text[:shown] + "\u2026"
+    return InvalidLine(text, reason, what)
 
 
 # -- formats ----------------------------------------------------------------------------------------
@@ -501,9 +522,7 @@ def scan_recordings(
         return fmt, iter([RecordedChunks(path, 0, fmt, _jsonl_entries(lines))])
     if fmt == "harness-session":
         return fmt, _session_streams(lines, path)
-    stream = RecordedChunks(path, 0, fmt, iter(()))
-    stream._entries = _provider_entries(lines, fmt, stream)
-    return fmt, iter([stream])
+    return fmt, _provider_streams(lines, fmt, path)
 
 
 def read_recordings(
@@ -539,11 +558,14 @@ def _jsonl_entries(lines: Iterable[bytes]) -> Iterator[_Entry]:
 def _session_entries(lines: Iterable[bytes]) -> Iterator[tuple[Any, int, int, Any]]:
     """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's)."""
     for lineno, raw in _Numbered(lines):
-        try:
-            record = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            yield _invalid(raw, str(exc)), lineno, 0, None
-            continue
+        # A long packed row is read in place, its members parsed as the machine takes them (_chunk_rows.py).
+        record = scan_row(raw) if len(raw) > SCAN_BYTES else None
+        if record is None:
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                yield _invalid(raw, str(exc)), lineno, 0, None
+                continue
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
@@ -554,10 +576,14 @@ def _session_entries(lines: Iterable[bytes]) -> Iterator[tuple[Any, int, int, An
             try:
                 data, members = expand_row(record)
             except MalformedRow as exc:
-                yield _invalid(raw, str(exc), f"malformed {kind} storage row"), lineno, 0, None
+                yield _invalid(raw, str(exc), f"malformed {kind} storage row", ROW_SHOWN), lineno, 0, None
                 continue
+            # Only the members hold the row (and a long row's line) while they are taken: nothing of it is held
+            # once they are over and the next line is read.
+            placed = {"turn": data["turn"], "step": data["step"]}
+            del raw, record, data
             for k, chunk in enumerate(members, start=1):
-                yield chunk, lineno, k, data
+                yield chunk, lineno, k, placed
 
 
 def _is_finish(chunk: object) -> bool:
@@ -593,13 +619,22 @@ def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChun
 
 
 class _Where:
-    """The line of the provider event the converter is working on (the chunks it yields come from it)."""
+    """The line of the provider event the converter is working on (the chunks it yields come from it), of the
+    event before it (a turn's last chunks, made once the first event of the next turn was read), and of the event a
+    turn's conversion failed at (``failed``: its line and text)."""
 
-    __slots__ = ("line", "text")
+    __slots__ = ("before", "failed", "line", "text")
 
     def __init__(self) -> None:
         self.line: int | None = None
+        self.before: int | None = None
         self.text: str | None = None
+        self.failed: tuple[int | None, str | None] | None = None
+
+    def fail(self, between: bool) -> None:
+        """A turn's conversion failed at the event in hand, or (``between``: the next turn's first event was read)
+        at its end, after the event before."""
+        self.failed = (self.before, None) if between else (self.line, self.text)
 
 
 def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
@@ -627,24 +662,31 @@ def _json_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
 
 def _provider_events(
     records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool
-) -> Iterator[Mapping[str, Any]]:
-    """Parsed provider events, with ``where`` following them; the end markers enforced as the adapters do."""
-    from ._providers.convert import event_object  # here: the provider layer imports the core, which imports this
+) -> Generator[Any, None, None]:
+    """Parsed provider events, with ``where`` following them; an SSE body's ``[DONE]`` as the end of a turn; the
+    end markers enforced as the adapters do (the last turn of a chat-completions body ends with ``[DONE]``, of a
+    Messages body with ``message_stop``)."""
+    from ._providers.convert import END_OF_TURN, event_object  # the provider layer imports the core, which imports this
 
     who = _READERS[fmt][1]
+    marker = _MARKERS.get(fmt) if sse else None
+    marked = False  # the last turn ended with its marker
     for line, text in records:
-        where.line, where.text = line, text
-        if sse and fmt == "openai-sse" and text == "[DONE]":
-            return
         if not text:
             continue
+        where.before, where.line, where.text = where.line, line, text
+        if sse and text == "[DONE]":  # chat completions' end; some Responses servers send it too
+            marked = marker == "[DONE]"
+            yield END_OF_TURN
+            continue
         event = event_object(text, who)
+        kind = event.get("type")
+        if kind != "ping":
+            marked = marker == "message_stop" and kind == "message_stop"
         yield event
-        if sse and fmt == "anthropic-sse" and event.get("type") == "message_stop":
-            return
-    if sse and fmt in _MARKERS:
+    if marker is not None and not marked:
         where.text = None
-        raise LlmError(f"{who}: the recording ended without {_MARKERS[fmt]}", ErrorCode.STREAM_CLOSED)
+        raise LlmError(f"{who}: the recording ended without {marker}", ErrorCode.STREAM_CLOSED)
 
 
 #: Per provider format: the converter (by name, in ``streamfsm._providers``) and the provider's name in messages.
@@ -656,37 +698,46 @@ _READERS: Final = {
     "bedrock": ("from_bedrock_events", "Bedrock"),
     "cohere": ("from_cohere_events", "Cohere"),
 }
-#: The SSE bodies that must end with a marker of their own, as the adapters require it; the other wire APIs'
-#: converters say whether the response was complete when the body ends.
+#: The SSE bodies whose last turn must end with a marker of their own, as the adapters require it; the other wire
+#: APIs' converters say whether the response was complete when the body ends.
 _MARKERS: Final = {"openai-sse": "[DONE]", "anthropic-sse": "message_stop"}
 
 
-def _provider_entries(lines: _Lines, fmt: str, stream: RecordedChunks) -> Iterator[_Entry]:
-    """A provider body converted to block-protocol chunks; the converter's error becomes ``stream.failure``.
+def _provider_streams(lines: _Lines, fmt: str, path: str) -> Iterator[RecordedChunks]:
+    """A provider recording converted to block-protocol chunks, one stream per turn (``_providers/turns.py``).
 
-    A recorded SSE body is read as the adapters read a live one: chat completions need ``[DONE]`` and the
-    Messages API ``message_stop``; the other wire APIs have no end marker of their own (their converter says
-    ``STREAM_CLOSED`` when the response did not end), and the body is over at the converter's ``finish``; an
-    event that is not a JSON object is ``MALFORMED_RESPONSE``. Except that the last event needs no blank line
-    after it: a file often ends without one. JSON lines of events are read to the end: an event after the
-    response's end is the converter's to refuse (a recording of two turns is not one stream).
+    A recording holds one or more turns, each ended where its wire API says (SSE bodies and JSON lines of events
+    alike); a recorded SSE body is otherwise read as the adapters read a live one: an event that is not a JSON
+    object is ``MALFORMED_RESPONSE``, and the last turn of a chat-completions or Messages body needs its end
+    marker. Except that the last event needs no blank line after it: a file often ends without one. A turn's
+    conversion error becomes its stream's ``failure``, and that stream is the last.
     """
-    from . import _providers
+    from ._providers.convert import Turns  # the provider layer imports the core, which imports this
+    from ._providers.turns import TURN_APIS
 
-    convert: Callable[[Iterable[Any]], Iterator[Any]] = getattr(_providers, _READERS[fmt][0])
+    api = TURN_APIS[_READERS[fmt][0]]
     sse = not lines.first_content().startswith(b"{")
-    records = _sse_records(lines) if sse else _json_records(lines)
     where = _Where()
-    stop_at_finish = sse and fmt not in _MARKERS
-    chunks = convert(_provider_events(records, where, fmt, sse=sse))
+    events = _provider_events(_sse_records(lines) if sse else _json_records(lines), where, fmt, sse=sse)
+    turns = Turns(api.new, events, on_failure=where.fail)
+    try:
+        for number, chunks in enumerate(turns):
+            stream = RecordedChunks(path, number, fmt, iter(()))
+            stream._entries = _turn_entries(chunks, where, stream, turns)
+            yield stream
+            stream.drain()  # what the caller left of it
+    finally:
+        events.close()  # what is left of the body is not read (a file is closed now)
+
+
+def _turn_entries(chunks: Iterator[Any], where: _Where, stream: RecordedChunks, turns: Turns) -> Iterator[_Entry]:
+    """One turn's chunks with their lines; the converter's error becomes ``stream.failure``."""
     try:
         for chunk in chunks:
-            yield chunk, where.line, 0
-            if stop_at_finish and chunk.get("type") == "finish":
-                break
+            # Once the next turn's first event was read, what the converter makes came from the events before it.
+            yield chunk, where.before if turns.between else where.line, 0
     except LlmError as err:
-        stream.failure, stream.failure_line, stream.failure_text = err, where.line, where.text
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()  # what is left of the body is not read (a file is closed now)
+        line, text = where.failed if where.failed is not None else (where.line, where.text)
+        where.failed = None
+        stream.failure, stream.failure_line, stream.failure_text = err, line, text
+    stream.more = turns.more

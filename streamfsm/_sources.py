@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import glob
+import fnmatch
 import gzip
 import io
 import os
@@ -305,10 +305,17 @@ class _Input:
     size: int | None = None
 
 
-def _inputs(paths: Sequence[str]) -> list[_Input]:
+def _inputs(paths: Sequence[str], *, follow_links: bool = False) -> list[_Input]:
     """The files to read, in the order of ``paths``: each path as given; a folder walked for recordings
     (:func:`recording_suffixes`); a glob's matches, sorted (a folder matched is walked); the same for URLs.
     What one argument expands to is sorted and holds each file once.
+
+    Local folders and patterns are read by one walker, with one rule for links (:func:`_listing`): a link to a
+    folder is never followed (a link back up would make a walk endless, and ``**`` twice as long at each level);
+    a link to a file is followed where it stays within the folder walked (for a pattern, the folder its wildcards
+    start in), and past it only with ``follow_links`` (the command's ``--follow-links``): a folder may hold a link
+    to ``~/.env`` that no one meant to have read. A name given as it is, or the literal part of a pattern, is
+    followed wherever it leads: the user named it.
     """
     found: list[_Input] = []
     for path in paths:
@@ -317,9 +324,9 @@ def _inputs(paths: Sequence[str]) -> list[_Input]:
         elif is_url(path):
             found.extend(_remote(path))
         elif _MAGIC.search(path) and not os.path.lexists(path):  # a file named a[1].jsonl is that file
-            found.extend(_local_glob(path))
+            found.extend(_local_glob(path, follow_links))
         elif os.path.isdir(path):
-            found.extend(_folder(path))
+            found.extend(_folder(path, follow_links))
         else:
             found.append(_Input(path))
     return found
@@ -334,8 +341,8 @@ def _unmatched(pattern: str) -> _Input:
     return _Input(pattern, "cannot read: no file matches this pattern")
 
 
-def _folder(path: str) -> list[_Input]:
-    walked = sorted(_walk(path), key=lambda i: i.path)
+def _folder(path: str, follow_links: bool, within: str | None = None) -> list[_Input]:
+    walked = sorted(_walk(path, follow_links, within), key=lambda i: i.path)
     return walked if any(i.skipped is None for i in walked) else [*walked, _none_here(path)]
 
 
@@ -347,16 +354,78 @@ def _once(inputs: list[_Input]) -> list[_Input]:
     return list(once.values())
 
 
-def _local_glob(pattern: str) -> list[_Input]:
-    """A pattern's matches (``**`` any depth of folders; hidden names only where the pattern says so)."""
+def _local_glob(pattern: str, follow_links: bool) -> list[_Input]:
+    """A pattern's matches (``*``, ``?``, ``[...]`` within a name, ``**`` any depth of folders; hidden names only
+    where the pattern's part says so, as ``glob`` does), found by the walker's listings: no link to a folder is
+    followed below the pattern's literal part, so ``**`` meets each file once and cannot blow up."""
+    root, parts = _split_pattern(pattern)
+    within = os.path.realpath(root or os.curdir)
     found: list[_Input] = []
-    for path in glob.glob(pattern, recursive=True):
-        if os.path.isdir(path):
-            found.extend(_folder(path))
+    unreadable: list[OSError] = []
+    for path, entry in _matches(root, parts, within, follow_links, unreadable):
+        if entry.kind == _DIR:
+            found.extend(_folder(path, follow_links, within))
         else:
-            kind = _special(path)  # as in a walked folder: a matched FIFO would wait for ever
-            found.append(_Input(path, skipped=f"skipped: {kind}, not a regular file" if kind else None))
+            found.append(_Input(path, skipped=entry.skipped()))
+    found.extend(_Input(str(exc.filename), f"cannot read: {exc.strerror or exc}") for exc in unreadable)
     return _once(found) if found else [_unmatched(pattern)]
+
+
+def _split_pattern(pattern: str) -> tuple[str, list[str]]:
+    """The literal folder a pattern starts in (``""``: the current one) and its parts from the first wildcard."""
+    seps = os.sep + (os.altsep or "")
+    drive, rest = os.path.splitdrive(pattern)
+    parts = re.split(f"[{re.escape(seps)}]", rest)
+    head = drive + (os.sep if rest[:1] and rest[0] in seps else "")
+    parts = [p for p in parts if p]
+    literal: list[str] = []
+    while parts and _MAGIC.search(parts[0]) is None and len(parts) > 1:
+        literal.append(parts.pop(0))
+    root = os.path.join(head, *literal) if literal else head
+    if pattern.endswith(tuple(seps)):
+        parts.append("")  # ``d/*/``: folders only
+    return root, parts
+
+
+def _matches(
+    folder: str, parts: list[str], within: str, follow_links: bool, unreadable: list[OSError]
+) -> Iterator[tuple[str, _Entry]]:
+    """What ``parts`` match below ``folder`` (joined to it as the pattern wrote it), from its listings."""
+    part, rest = parts[0], parts[1:]
+    if part == "**":
+        # No folder at all, then each folder below; last in the pattern, every name below. Hidden names are not
+        # gone into nor matched (a part that names one is not ``**``).
+        if rest:
+            yield from _matches(folder, rest, within, follow_links, unreadable)
+        elif folder:
+            yield folder, _Entry(_DIR)
+        stack = [folder]
+        while stack:
+            here = stack.pop()
+            for name, entry in _listing(here, within, follow_links, unreadable):
+                if name.startswith("."):
+                    continue
+                path = os.path.join(here, name)
+                if entry.kind == _DIR:
+                    stack.append(path)
+                    if rest:
+                        yield from _matches(path, rest, within, follow_links, unreadable)
+                if not rest:
+                    yield path, entry
+        return
+    if part == "":  # after a last separator: the folder itself, which must be one
+        if folder:
+            yield folder, _Entry(_DIR)
+        return
+    hidden = part.startswith(".")
+    for name, entry in _listing(folder, within, follow_links, unreadable):
+        if (name.startswith(".") and not hidden) or not fnmatch.fnmatch(name, part):
+            continue
+        path = os.path.join(folder, name)
+        if not rest:
+            yield path, entry
+        elif entry.kind == _DIR:
+            yield from _matches(path, rest, within, follow_links, unreadable)
 
 
 _SPECIAL: Final = (
@@ -379,24 +448,91 @@ def _special(path: str) -> str | None:
     return f"a link to {kind}" if os.path.islink(path) else kind
 
 
-def _walk(folder: str) -> Iterator[_Input]:
+def _walk(folder: str, follow_links: bool, within: str | None = None) -> Iterator[_Input]:
     """The recordings below ``folder``, the special files skipped, and the folders that could not be read.
 
     Nothing is skipped in silence. A device, a FIFO or a socket (or a link to one) is not read: ``/dev/zero``
-    never ends, and a FIFO with no writer would wait for ever. Named on the command line, it is read.
+    never ends, and a FIFO with no writer would wait for ever. Named on the command line, it is read. A link
+    to a file outside the folder is not read without ``follow_links``; a link to a folder is not followed
+    (:func:`_listing`). ``within``: the folder the walk is bounded by, if not ``folder`` itself (a pattern's).
     """
     suffixes = recording_suffixes()
     unreadable: list[OSError] = []
-    # Links to folders are not followed (os.walk's default): a link back up would never end.
-    for root, dirs, files in os.walk(folder, onerror=unreadable.append):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in files:
-            if not name.startswith(".") and name.endswith(suffixes):
-                path = os.path.join(root, name)
-                kind = _special(path)
-                yield _Input(path, skipped=f"skipped: {kind}, not a regular file" if kind else None)
+    top = within if within is not None else os.path.realpath(folder)
+    stack = [folder]
+    while stack:
+        here = stack.pop()
+        for name, entry in _listing(here, top, follow_links, unreadable):
+            if name.startswith("."):
+                continue
+            path = os.path.join(here, name)
+            if entry.kind == _DIR:
+                stack.append(path)
+            elif name.endswith(suffixes):
+                yield _Input(path, skipped=entry.skipped())
     for exc in unreadable:
         yield _Input(str(exc.filename), f"cannot read: {exc.strerror or exc}")
+
+
+_DIR: Final = "folder"
+_FILE: Final = "file"
+
+
+class _Entry:
+    """What the walker makes of a name in a folder: a folder to go into, or a file; for a file, :meth:`skipped`
+    says why it is not read (asked only of the files a walk or a pattern takes: it may cost a ``stat``)."""
+
+    __slots__ = ("_follow", "_link", "_path", "_within", "kind")
+
+    def __init__(self, kind: str, path: str = "", link: bool = False, within: str = "", follow: bool = True) -> None:
+        self.kind, self._path, self._link, self._within, self._follow = kind, path, link, within, follow
+
+    def skipped(self) -> str | None:
+        """Why the file is not read: a device, a FIFO or a socket (or a link to one); a link out of the folder."""
+        if self.kind == _DIR:
+            return None
+        kind = _special(self._path)
+        if kind is not None:
+            return f"skipped: {kind}, not a regular file"
+        if self._link and not self._follow and not _inside(self._path, self._within):
+            return "skipped: a link to a file outside the folder (--follow-links reads it)"
+        return None
+
+
+def _listing(folder: str, within: str, follow_links: bool, unreadable: list[OSError]) -> Iterator[tuple[str, _Entry]]:
+    """The names in ``folder`` that a walk or a pattern may take, with what each is: the one rule for links.
+
+    A folder is one to go into, unless it is a link (never followed: a link back up would make a walk endless,
+    and two would make ``**`` twice as long at each level). A file is read, unless it is a device, a FIFO or a
+    socket (or a link to one), or a link that leads out of ``within`` (the real path of the folder walked)
+    without ``follow_links``: skipped, and said so (:meth:`_Entry.skipped`). A link that cannot be followed
+    (broken, or a loop) is read, and its reading says why. A folder that cannot be listed goes to ``unreadable``.
+    """
+    try:
+        with os.scandir(folder or os.curdir) as listed:
+            entries = list(listed)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there (a pattern's folder that does not exist matches nothing)
+    except OSError as exc:
+        exc.filename = folder or os.curdir
+        unreadable.append(exc)
+        return
+    for entry in entries:
+        link = entry.is_symlink()
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            yield entry.name, _Entry(_FILE, os.path.join(folder, entry.name), link, within, follow_links)
+        elif not link:
+            yield entry.name, _Entry(_DIR)
+
+
+def _inside(path: str, within: str) -> bool:
+    """Whether ``path``, its links followed, is in the folder whose real path is ``within``."""
+    real = os.path.realpath(path)
+    return real == within or real.startswith(within.rstrip(os.sep) + os.sep)
 
 
 # -- remote arguments -----------------------------------------------------------------------------------

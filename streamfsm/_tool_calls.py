@@ -3,7 +3,7 @@ r"""Running a tool call: its arguments checked, the call made under its timeout,
 A :class:`ToolRunner` (one per run) runs the run's calls: each in a task of its own (an async tool) or a thread
 of its own (a sync tool, at most ``threads`` of them at once), under its timeout, and turns whatever happens
 into an :class:`Outcome` — a result, or an error result the model can act on. What a tool may and may not do
-to a run (README, Reliability):
+to a run (docs/project/reliability.md):
 
 - whatever it raises is its failure, ``BaseException``\ s included (``SystemExit`` from argparse,
   ``GeneratorExit``, ``StopIteration``, a ``KeyboardInterrupt`` raised in a worker thread); only a
@@ -36,6 +36,7 @@ from pydantic_core import to_jsonable_python
 from ._abort import AbortController
 from ._models import ORJSON_MAX, ToolCallBlock, parse_arguments
 from ._observe import Logger, log_tool_abandoned, log_tool_error
+from ._quote import quote
 from ._tools import TOOL_SIGNAL, Tool, ToolError
 
 __all__ = ["Outcome", "ToolRunner", "check_arguments"]
@@ -121,7 +122,7 @@ def check_arguments(name: str, raw: str) -> tuple[str, str | None]:
         escaped = _SURROGATE_ESCAPE.sub(_escape_lone, raw)
         parsed, _ = parse_arguments(escaped)
         return ("{}" if parsed is None else escaped), (
-            f"invalid arguments for tool {name!r}: the escaped lone surrogate {lone.group()} at character "
+            f"invalid arguments for tool {quote(name)}: the escaped lone surrogate {lone.group()} at character "
             f"{lone.start()} is not Unicode text and cannot be sent back to the provider; call the tool again "
             "without it"
         )
@@ -136,7 +137,7 @@ def check_arguments(name: str, raw: str) -> tuple[str, str | None]:
     else:
         what = f"they are not JSON ({why}): {_excerpt(raw)}"
     return "{}", (
-        f"invalid arguments for tool {name!r}: the arguments are not a JSON object: {what}; call the tool "
+        f"invalid arguments for tool {quote(name)}: the arguments are not a JSON object: {what}; call the tool "
         "again with a JSON object"
     )
 
@@ -216,15 +217,15 @@ class ToolRunner:
         found = self._tools.get(call.name)
         if found is None:
             known = ", ".join(sorted(self._tools)) or "none"
-            return self._failed(call, f"unknown tool {call.name!r} (available: {known})")
+            return self._failed(call, f"unknown tool {quote(call.name)} (available: {known})")
         if refusal is not None:
             return self._failed(call, refusal)
         try:
             args, kwargs = found.validate(call.arguments)
         except ToolError as exc:
-            return self._failed(call, str(exc))
+            return self._failed(call, _tool_error(exc))
         except Exception as exc:  # a validator that breaks on these arguments: still the call's failure
-            return self._failed(call, f"invalid arguments for tool {call.name!r}: {_describe(exc)}", exc)
+            return self._failed(call, f"invalid arguments for tool {quote(call.name)}: {_describe(exc)}", exc)
         seconds = found.timeout if found.timeout is not None else self._timeout
         if seconds is not None and math.isinf(seconds):
             seconds = None
@@ -250,8 +251,10 @@ class ToolRunner:
         ended = f"timed out after {seconds:g} s"
         controller.abort(ended)
         if await self._let_go(call, job, thread, ended):
-            return self._failed(call, f"tool {call.name!r} {ended}")
-        return self._failed(call, f"tool {call.name!r} {ended}, and did not stop when cancelled: it was left running")
+            return self._failed(call, f"tool {quote(call.name)} {ended}")
+        return self._failed(
+            call, f"tool {quote(call.name)} {ended}, and did not stop when cancelled: it was left running"
+        )
 
     async def _job(self, found: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], thread: list[Any]) -> Any:
         """The call itself: what the tool returned, or :class:`_Raised`. Only a cancellation is raised."""
@@ -317,7 +320,7 @@ class ToolRunner:
 
     def _outcome(self, call: ToolCallBlock, job: asyncio.Task[Any]) -> Outcome:
         if job.cancelled():  # the tool raised CancelledError of its own: nothing cancelled it
-            return self._failed(call, f"tool {call.name!r} was cancelled")
+            return self._failed(call, f"tool {quote(call.name)} was cancelled")
         value = job.result()
         if type(value) is not _Raised:
             try:
@@ -326,7 +329,7 @@ class ToolRunner:
                 return self._failed(call, _describe(exc), exc)
         raised = value.exc
         if isinstance(raised, ToolError):
-            return self._failed(call, str(raised))
+            return self._failed(call, _tool_error(raised))
         if value.ctrl_c:
             self._on_interrupt(raised, call)
             return Outcome.failure("interrupted: KeyboardInterrupt")
@@ -360,6 +363,28 @@ def _settle(done: asyncio.Future[Any], value: Any) -> None:
         done.set_result(value)
 
 
+def _said(exc: BaseException) -> str | None:
+    """What ``exc`` says (``str(exc)``); ``None`` if its ``__str__`` raises or gives no string. It is the tool's
+    code: whatever it raises is its failure, told as such, never the run's end."""
+    try:
+        text = str(exc)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise  # a Ctrl-C or a cancellation that landed here is not the tool's message
+    except BaseException:
+        return None
+    return text if type(text) is str else None
+
+
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """``Name: message`` of what a tool raised; a message that cannot be read is said to be so."""
+    name = type(exc).__name__
+    text = _said(exc)
+    if text is None:
+        return f"{name} (its message could not be read: its __str__ failed)"
+    return f"{name}: {text}" if text else name
+
+
+def _tool_error(exc: ToolError) -> str:
+    """A :class:`ToolError`'s message as the model gets it (the tool's own words; described if unreadable)."""
+    text = _said(exc)
+    return text if text is not None else _describe(exc)

@@ -25,6 +25,8 @@ from typing import Any
 from ._adapter import AssistantMessage, Message, ToolResultMessage
 from ._flat import ToolResultChunk
 from ._models import ToolCallBlock
+from ._observe import RunTrace
+from ._quote import quote
 from ._tool_calls import Outcome, ToolRunner
 
 __all__ = ["ToolPhase", "TurnCall"]
@@ -48,10 +50,12 @@ class TurnCall:
 class ToolPhase:
     """The run's tool calls (see the module docstring). ``messages``: the run's input, whose call ids are used."""
 
-    __slots__ = ("_calls", "_outcomes", "_result_ids", "_runner", "_stopped", "_tasks", "ids")
+    __slots__ = ("_calls", "_outcomes", "_result_ids", "_runner", "_stopped", "_tasks", "ids", "trace")
 
-    def __init__(self, runner: ToolRunner, messages: Iterable[Message]) -> None:
+    def __init__(self, runner: ToolRunner, messages: Iterable[Message], trace: RunTrace | None = None) -> None:
         self._runner = runner
+        #: The run's trace, told of each call (None: the run is not traced).
+        self.trace = trace
         #: Every call id of the conversation: the input's, then those of each completed turn.
         self.ids: set[str] = {
             call.id for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls
@@ -69,7 +73,10 @@ class ToolPhase:
         """Start ``call``, unless it has started: its task."""
         task = self._tasks.get(call.index)
         if task is None:
-            task = asyncio.get_running_loop().create_task(self._runner.call(call.block, call.refusal))
+            job = self._runner.call(call.block, call.refusal)
+            if self.trace is not None:
+                job = self.trace.tool(call.block, job)
+            task = asyncio.get_running_loop().create_task(job)
             self._tasks[call.index] = task
         return task
 
@@ -91,7 +98,7 @@ class ToolPhase:
                 if task.cancelled():
                     if self._stopped:
                         continue  # the run was stopped: answer_rest answers it
-                    outcome = Outcome.failure(f"tool {call.block.name!r} was cancelled")
+                    outcome = Outcome.failure(f"tool {quote(call.block.name)} was cancelled")
                 else:
                     outcome = task.result()
                 yield self._answer(call, outcome)

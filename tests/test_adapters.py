@@ -569,18 +569,3 @@ def test_list_models_from_the_endpoint(server: SSEServer) -> None:
     assert [m.id for m in models] == ["deepseek-chat", "deepseek-reasoner"]
     assert server.requests[0].method == "GET" and server.requests[0].path == "/models"
     assert server.requests[0].headers["user-agent"] == sf.attribution_headers()["user-agent"]
-
-
-# --- The README's examples ------------------------------------------------------------------------
-
-
-def test_readme_adapter_examples_run(server: SSEServer, capsys: pytest.CaptureFixture[str]) -> None:
-    from .test_docs import fenced
-
-    http_example = next(block for block in fenced("python") if "sf.OpenAICompatibleAdapter(" in block)
-    converter_example = next(block for block in fenced("python") if "sf.from_openai_chunks(openai_chunks)" in block)
-    exec(compile(converter_example, "README.md", "exec"), {})
-    server.script(SSE(openai_events(TEXT)))
-    exec(compile(http_example.replace("https://api.deepseek.com", server.url), "README.md", "exec"), {})
-    assert capsys.readouterr().out.startswith("**Holiday Name:**")
-    assert server.requests[0].json()["max_tokens"] == 200

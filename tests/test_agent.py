@@ -642,19 +642,3 @@ def test_an_adapter_that_cannot_take_tools_fails_the_run_with_its_code() -> None
     out = run(collect(agent_run))
     assert kinds(out) == ["error", "done"]
     assert agent_run.error is not None and agent_run.error.code is E.UNSUPPORTED_OPTION
-
-
-# -- the README ----------------------------------------------------------------------------------
-
-
-def test_the_readme_agent_loop_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    from .test_docs import fenced
-
-    example = next(block for block in fenced("python") if "sf.AgentLoop(" in block)
-    exec(compile(example, "README.md", "exec"), {})
-    assert capsys.readouterr().out == (
-        '🔧 Tool call: read_file {"path": "README.md"}\n'
-        "✅ Tool result: {'content': '# README.md'}\n"
-        "It is a README.\n"
-        "✅ Done (stop), 120 tokens\n"
-    )

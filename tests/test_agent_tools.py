@@ -79,8 +79,23 @@ def make_async(fn: Callable[..., Any]) -> Callable[..., Any]:
     return tool
 
 
+class Unreadable(Exception):
+    """An exception whose message cannot be read: its ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise ValueError("no message")
+
+
+class UnreadableToolError(sf.ToolError):
+    def __str__(self) -> str:
+        raise ValueError("no message")
+
+
+UNREADABLE = "(its message could not be read: its __str__ failed)"
+
 CASES = [
     pytest.param(parse_count, {"count": "many"}, "SystemExit: 2", id="SystemExit from argparse"),
+    pytest.param(raising(lambda: Unreadable("x")), {}, f"Unreadable {UNREADABLE}", id="an unreadable message"),
     pytest.param(raising(GeneratorExit), {}, "GeneratorExit", id="GeneratorExit"),
     pytest.param(raising(lambda: Custom("no")), {}, "Custom: no", id="a BaseException of its own"),
     pytest.param(raising(KeyboardInterrupt), {}, "KeyboardInterrupt", id="KeyboardInterrupt, not in the main thread"),
@@ -104,6 +119,19 @@ def test_a_base_exception_a_tool_raises_is_an_error_result(
     assert sent[0].is_error and message in sent[0].content
     (record,) = [r for r in caplog.records if r.msg == "tool_error"]
     assert record.exc_info is not None and record.exc_info[1] is not None  # logged with its traceback
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_a_tool_error_whose_message_cannot_be_read_is_an_error_result(how: str) -> None:
+    """It used to end the run with the ValueError its ``__str__`` raised: no result, no ``done``."""
+    fn = raising(lambda: UnreadableToolError("x"))
+    tool = sf.Tool(fn if how == "sync" else make_async(fn), name="t")
+    loop, _, _ = make_loop([calls(("c1", "t", {})), answer("recovered")], [tool])
+    agent_run = loop.run("go")
+    out = run_bounded(lambda: collect(agent_run))
+    assert kinds(out) == ["tool_call", "tool_result", "text", "done"]
+    assert out[1].result == {"error": True, "message": f"UnreadableToolError {UNREADABLE}"}
+    assert out[-1].reason == "stop" and agent_run.error is None
 
 
 @pytest.mark.parametrize(

@@ -177,6 +177,9 @@ def test_a_recording_of_several_messages_is_not_one_turn() -> None:
     with pytest.raises(sf.LlmError, match="after message_stop") as caught:
         assemble(events)
     assert caught.value.code == E.MALFORMED_RESPONSE
+    assert "sf.read_turns(sf.from_anthropic_events, events)" in caught.value.message
+    finishes = [sf.assemble(turn).finish.kind for turn in sf.read_turns(sf.from_anthropic_events, events)]
+    assert finishes == ["tool-calls", "stop"]
 
 
 def test_what_the_recordings_keep() -> None:

@@ -28,6 +28,17 @@ def test_the_one_stream_file_is_one_valid_stream_of_the_size_asked(tmp_path: Pat
     assert result.finish.kind == "stop"
 
 
+def test_the_packed_row_file_is_one_valid_stream_of_the_size_asked(tmp_path: Path) -> None:
+    path = tmp_path / "row.jsonl"
+    size, stream = corpus.make_packed_row(path, 200_000)
+    assert 200_000 - 500 <= size == path.stat().st_size <= 200_000
+    assert 0 < stream < size
+    (only,) = sf.read_session(str(path))
+    assert only.members is not None and max(only.members) > 20_000  # the deltas are one row's members
+    report = corpus._check_file()(str(path), "auto", corpus.POLICY)
+    assert [s.ok for s in report.streams] == [True]
+
+
 def test_a_session_log_holds_the_streams_it_is_said_to(tmp_path: Path, sessions: list[corpus._Session]) -> None:
     """Whole sessions' turns after one header: every stream whole and valid, counted as the checker counts them."""
     path = tmp_path / "log.jsonl"

@@ -260,7 +260,7 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], good: Path) -> None:
 def test_control_characters_are_shown_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Text from a recording never drives the terminal: escape sequences are shown, not sent."""
     torn = tmp_path / "torn.jsonl"
-    torn.write_bytes(b"not json \x1b]0;title\x07\x1b[2J\x00\x9b\n")
+    torn.write_bytes(b"\x1b]0;t\x07\x1b[2J\x00\x9b\n")  # within the 16 characters a line not JSON is shown by
     call = {"id": "c1", "name": "ls\x1b[2J"}
     tool = tmp_path / "tool.jsonl"
     tool.write_bytes(
@@ -276,7 +276,7 @@ def test_control_characters_are_shown_escaped(capsys: pytest.CaptureFixture[str]
     status, out, _ = run(capsys, "check", str(torn), str(tool))
     assert status == 1
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
-    assert "1 | not json \\x1b]0;title\\x07\\x1b[2J\\x00\\x9b" in out
+    assert "1 | \\x1b]0;t\\x07\\x1b[2J\\x00\\x9b" in out
     assert "tool calls: ls\\x1b[2J;" in out and "(E\\x07: m\\x1b[1m)" in out
 
 
@@ -823,14 +823,15 @@ def test_ctrl_c_while_workers_check(
     assert (status, out, err) == (_cli.EXIT_INTERRUPTED, "", "streamfsm: interrupted\n")
 
 
-# -- the README -----------------------------------------------------------------------------------------
+# -- the README and the docs --------------------------------------------------------------------------
 
 
 def readme_examples() -> list[tuple[str, str]]:
-    """``(command, shown output)`` of each README text block that starts with ``$ streamfsm``."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```text\n\$ (streamfsm [^\n]*)\n(.*?)```", readme, flags=re.DOTALL)
-    return [(cmd, shown) for cmd, shown in blocks]
+    """``(command, shown output)`` of each text block of the README and the docs that starts with ``$ streamfsm``."""
+    from .test_docs import fenced
+
+    blocks = [re.fullmatch(r"\$ (streamfsm [^\n]*)\n(.*)", block, flags=re.DOTALL) for block in fenced("text")]
+    return list(dict.fromkeys((m[1], m[2]) for m in blocks if m))
 
 
 def shown_as_pattern(shown: str) -> str:
@@ -847,7 +848,10 @@ def shown_as_pattern(shown: str) -> str:
 
 def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     examples = readme_examples()
-    assert len(examples) == 2
+    assert {cmd for cmd, _ in examples} == {
+        "streamfsm check broken.jsonl",
+        "streamfsm check --policy harness tests/fixtures/harness-sessions",
+    }
     broken = copy.deepcopy(SEED_CHUNKS)
     (tmp_path / "broken.jsonl").write_bytes(
         jsonl([*broken[:4], {"type": "text-delta", "index": 0, "text": "!"}, *broken[4:]])

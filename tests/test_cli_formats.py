@@ -49,11 +49,14 @@ CONVERTERS: dict[str, Callable[[Iterable[Any]], Iterator[Any]]] = {
     "cohere": sf.from_cohere_events,
 }
 
-#: The two recordings that are not one good turn, and the code each gives: a failed response (the provider's
-#: own error event) and a recording of two turns.
+#: The recording that is not a good turn, and the code it gives: a failed response (the provider's own error event).
 NOT_ONE_GOOD_TURN = {
     "openai-error.1.jsonl": "QUOTA",
-    "anthropic-tool-search-bm25.1.jsonl": "MALFORMED_RESPONSE",
+}
+
+#: The recordings of several turns (an agent loop's conversation), and how many each holds: one stream per turn.
+SEVERAL_TURNS = {
+    "anthropic-tool-search-bm25.1.jsonl": 2,
 }
 
 #: The formats this issue added, each with a recording of it.
@@ -117,6 +120,12 @@ def library_report(path: Path) -> sf.StreamResult:
     return sf.assemble(CONVERTERS[fmt_of(path)](events_of(path)), policy=sf.Policy.STRICT)
 
 
+def library_turns(path: Path) -> list[sf.StreamResult]:
+    """What the library assembles from each turn of a recording (``sf.read_turns``)."""
+    turns = sf.read_turns(CONVERTERS[fmt_of(path)], events_of(path))
+    return [sf.assemble(turn, policy=sf.Policy.STRICT) for turn in turns]
+
+
 def test_the_recordings_are_all_here() -> None:
     assert {path.parent.name for path in RECORDINGS} == set(FORMAT_OF)
     assert len(RECORDINGS) == 40
@@ -132,32 +141,34 @@ def test_every_recording_checks_from_a_file_and_from_standard_input(
 ) -> None:
     argv = ("check", "--json", "--format", "auto", "--policy", "strict")
     status, out, err = run(capsys, *argv, str(path))
-    (report,) = reports(out)
-    assert report["format"] == fmt_of(path)
+    found = reports(out)
+    assert len(found) == SEVERAL_TURNS.get(path.name, 1)
+    assert all(report["format"] == fmt_of(path) for report in found)
     if path.name in NOT_ONE_GOOD_TURN:
+        ((report),) = found
         assert (status, report["ok"], report["code"]) == (1, False, NOT_ONE_GOOD_TURN[path.name])
         assert report["line"] is not None and report["kept"] is None
     else:
         assert (status, err) == (0, "")
-        assert report["ok"] and report["policy"] == "strict"
-        result = library_report(path)
-        wire = result.to_wire()
-        assert report["blocks"] == [block["type"] for block in wire["blocks"]]
-        assert report["tool_calls"] == [{"id": call.id, "name": call.name} for call in result.tool_calls]
-        assert (report["usage"], report["finish"]) == (wire["usage"], wire["finish"])
-        assert report["kept"] == [item.type for item in result.kept]
+        for number, (report, result) in enumerate(zip(found, library_turns(path), strict=True)):
+            assert report["ok"] and report["policy"] == "strict" and report["stream"] == number
+            wire = result.to_wire()
+            assert report["blocks"] == [block["type"] for block in wire["blocks"]]
+            assert report["tool_calls"] == [{"id": call.id, "name": call.name} for call in result.tool_calls]
+            assert (report["usage"], report["finish"]) == (wire["usage"], wire["finish"])
+            assert report["kept"] == [item.type for item in result.kept]
     stdin_status, stdin_out, _ = run_stdin(capsys, monkeypatch, path.read_bytes(), *argv, "-")
-    (from_stdin,) = reports(stdin_out)
     assert stdin_status == status
-    assert {**from_stdin, "path": None, "name": None} == {**report, "path": None, "name": None}
+    unnamed = [{**report, "path": None, "name": None} for report in reports(stdin_out)]
+    assert unnamed == [{**report, "path": None, "name": None} for report in found]
 
 
-def test_every_folder_checks_at_once_and_only_the_two_bad_turns_fail(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_folder_checks_at_once_and_only_the_bad_turn_fails(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(
         capsys, "check", "--json", str(PROVIDER_STREAMS), str(MORE_PROVIDER_STREAMS), str(ANTHROPIC_BLOCKS)
     )
     found = reports(out)
-    assert status == 1 and len(found) == len(RECORDINGS)
+    assert status == 1 and len(found) == len(RECORDINGS) + sum(n - 1 for n in SEVERAL_TURNS.values())
     assert {Path(r["path"]).name: r["code"] for r in found if not r["ok"]} == NOT_ONE_GOOD_TURN
 
 

@@ -117,7 +117,7 @@ def test_states_visited_by_a_stream(seed_chunks: list[dict[str, object]]) -> Non
 # -- the table is compiled from the declaration, at import: recompiled here against the rules --------
 
 
-#: The rules of the README's machine, written out: (state, chunk type) -> dest given the guards.
+#: The rules of the machine (docs/concepts/machine.md), written out: (state, chunk type) -> dest given the guards.
 def expected_dest(state: str, chunk_type: str, interleave: bool, last_open: bool, may_finish: bool) -> str | None:
     deltas = ("text-delta", "reasoning-delta", "tool-call-delta")
     if state == m.READY:

@@ -227,22 +227,24 @@ BUILT_IN = [
     },
     {"id": "ig_1", "type": "image_generation_call", "result": "aGVsbG8=", "status": "completed"},
     {"id": "fs_1", "type": "file_search_call", "queries": ["q"], "status": "completed", "results": None},
+    # Calls the server ran itself, as their items say (client-run ones are tool calls: test_responses_client_tools).
     {
-        "id": "ls_1",
-        "type": "local_shell_call",
-        "call_id": "c1",
+        "id": "sh_1",
+        "type": "shell_call",
+        "call_id": "c2",
+        "action": {"commands": ["pwd"]},
+        "environment": {"type": "container_reference", "container_id": "cntr_1"},
         "status": "completed",
-        "action": {"type": "exec", "command": ["ls"], "env": {}},
     },
-    {"id": "sh_1", "type": "shell_call", "call_id": "c2", "action": {"commands": ["pwd"]}, "status": "completed"},
-    {"id": "cu_1", "type": "computer_call", "call_id": "c3", "action": {"type": "screenshot"}, "status": "completed"},
+    {"id": "ts_1", "type": "tool_search_call", "call_id": "c3", "arguments": {"q": "x"}, "execution": "server"},
+    {"id": "ws_1", "type": "web_search_call", "action": {"type": "search", "query": "q"}, "status": "completed"},
     {"id": "new_1", "type": "an_item_added_next_year", "anything": [1, {"two": None}]},
 ]
 PROGRESS = [  # what comes between a built-in tool's added and done: nothing the protocol shows
     {"type": "response.mcp_call_arguments.delta", "output_index": 1, "item_id": "mcp_1", "delta": "{}"},
     {"type": "response.code_interpreter_call_code.delta", "output_index": 3, "item_id": "ci_1", "delta": "1+"},
     {"type": "response.image_generation_call.partial_image", "output_index": 4, "partial_image_b64": "aGk="},
-    {"type": "response.shell_call_command.delta", "output_index": 7, "delta": "pw"},
+    {"type": "response.shell_call_command.delta", "output_index": 6, "delta": "pw"},
     {"type": "response.some_event_added_next_year", "output_index": 9},
 ]
 

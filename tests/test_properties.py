@@ -765,7 +765,7 @@ def _ref_shape(chunk: Any, harness: bool) -> tuple[dict[str, Any], str] | None:
 def _json_object(text: str) -> bool:
     """Whether tool arguments are a JSON object (RFC 8259: no NaN or Infinity), within the machine's documented
     bounds on numbers: a number a double cannot hold (``1e400``) is refused, and an integer of more than 100,000
-    digits (README, "Tool arguments")."""
+    digits (docs/guides/assembling.md, "Tool arguments")."""
 
     def no_constant(name: str) -> Any:
         raise ValueError(name)

@@ -280,7 +280,7 @@ def test_a_big_tool_call_that_is_not_an_object_can_still_be_seen() -> None:
 
 
 def test_an_interrupted_tool_call_before_its_id_came() -> None:
-    """Cut off before any delta: the id and name that never arrived are empty strings (README, API)."""
+    """Cut off before any delta: the id and name that never arrived are empty strings (docs/guides/assembling.md)."""
     result = sf.assemble([start(0, "tool-call"), usage(), finish("max-tokens")])
     (cut,) = result.interrupted
     assert isinstance(cut, sf.ToolCallBlock)

@@ -826,7 +826,7 @@ INVALID_ARGUMENTS = [
     '{"a": "\x01"}',
     '{"a": undefined}',
     "// comment\n{}",
-    '{"huge": 1e400}',  # a number no double holds is refused, never read as infinity (README, "Tool arguments")
+    '{"huge": 1e400}',  # a number no double holds is refused, never read as infinity (docs/guides/limits.md)
 ]
 
 

@@ -109,7 +109,7 @@ class Bucket:
 
 @pytest.fixture
 def s3(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Bucket]:
-    """A new bucket on the server, with the environment pointing s3fs there as a user would (README)."""
+    """A new bucket on the server, with the environment pointing s3fs there as a user would (docs/guides/corpora.md)."""
     import s3fs
 
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_PROFILE"):

@@ -29,6 +29,8 @@ The shared pieces, each named for what it holds:
   ``as_event``); reading one event (``event_object``); a malformed event; token counts; stop reasons.
 - ``blocks.py``: ``ProviderBlock``, a block as it is converted (its chunks; whether a tool call's arguments
   are complete JSON yet).
+- ``turns.py``: a recording of several turns, one stream per turn (:func:`read_turns`): each converter's
+  ``begins_turn`` says where its API ends a turn, ``convert.Turns`` cuts there, for users and the reader.
 - ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
   until the open one may end, so that the output is valid under ``Policy.STRICT``.
 - ``replay.py``: what a turn keeps for replay (``Keeper``, within ``MAX_KEPT_CHARS``), how users read it
@@ -45,8 +47,10 @@ A new wire API goes in one new module named for it (as ``openai_responses.py``, 
 ``cohere.py`` did), which provides:
 
 1. A sans-IO converter class: ``feed(event: Mapping) -> list[StreamChunk]`` (the chunks one provider event
-   completes) and ``end() -> list[StreamChunk]`` (the input is over), the ``Converter`` protocol of
-   ``convert.py``. It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
+   completes), ``end() -> list[StreamChunk]`` (the input is over) and ``begins_turn(event) -> bool`` (the
+   event starts another turn, this one over: ``feed`` refuses it with ``another_turn(...)``), the
+   ``TurnConverter`` protocol of ``convert.py``; it goes in ``turns.TURN_APIS``.
+   It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
    interleave them; raises ``malformed(...)`` for an event outside the provider's documented format; raises
    ``stream_failure(...)`` (or classifies with ``classify_failure``) for a failure the provider reports, so
    that every API's failures get the codes the HTTP adapters give; maps stop reasons with ``finish_reason``.
@@ -61,7 +65,7 @@ A new wire API goes in one new module named for it (as ``openai_responses.py``, 
    It imports ``httpx`` only under ``TYPE_CHECKING``: ``import streamfsm`` must work without the extra.
 
 Then its public names are re-exported below and by ``streamfsm/__init__.py``, the recordings reader
-(``streamfsm/_recordings.py``) learns its format, and the README's Adapters section gets a table for it.
+(``streamfsm/_recordings.py``) learns its format, and the docs get a page for it (docs/guides/wire-apis/).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ from .openai_chat import OpenAICompatibleAdapter, OpenAIConverter, from_openai_c
 from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
 from .openai_responses_adapter import OpenAIResponsesAdapter
 from .replay import KeptBlock, describe_kept, kept_blocks
+from .turns import read_turns
 
 __all__ = [
     "AnthropicAdapter",
@@ -98,4 +103,5 @@ __all__ = [
     "from_openai_chunks",
     "from_openai_responses_events",
     "kept_blocks",
+    "read_turns",
 ]

@@ -22,11 +22,12 @@ from .._adapter import (
 )
 from .._errors import ErrorCode, LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .replay import Keeper, by_position, json_size, kept_blocks
 from .secrets import check_headers
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -161,13 +162,20 @@ class AnthropicConverter:
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
         self.message: dict[str, Any] = {}
+        self.started = False
         self.stopped = False
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a ``message_start`` after this turn's ``message_stop``."""
+        return self.stopped and event.get("type") == "message_start"
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.stopped and kind != "ping":
-            raise malformed(f"event {kind!r} after message_stop")
+            if self.begins_turn(event):
+                raise another_turn("event 'message_start' after message_stop", "from_anthropic_events")
+            raise malformed(f"event {quote(kind)} after message_stop")
         if kind == "content_block_delta":
             return self._delta(event)
         if kind == "content_block_start":
@@ -185,10 +193,14 @@ class AnthropicConverter:
         if kind == "message_stop":
             return self.end()
         if kind == "error":
+            self.stopped = True  # the API ends a stream with its error event: a turn may follow in a recording
             raise stream_failure(event, "event")
         return []  # ping, or an event type added since
 
     def _message_start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
+        if self.started:
+            raise malformed("message_start before the message_stop of the message before: a turn spliced into another")
+        self.started = True
         message = event.get("message")
         if not isinstance(message, Mapping):
             raise malformed("message_start without a 'message' object")
@@ -244,13 +256,13 @@ class AnthropicConverter:
         position = event.get("index")
         block = self.blocks.get(position) if isinstance(position, int) else None
         if block is None:
-            raise malformed(f"{event.get('type')} for block {position!r}, which did not start")
+            raise malformed(f"{event.get('type')} for block {quote(position)}, which did not start")
         return block
 
     def _start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         position = event.get("index")
         if isinstance(position, bool) or not isinstance(position, int) or position in self.blocks:
-            raise malformed(f"content_block_start with a bad or repeated index {position!r}")
+            raise malformed(f"content_block_start with a bad or repeated index {quote(position)}")
         if self.open is not None:
             raise malformed(f"content block {position} started while another block is open")
         out: list[StreamChunk] = []
@@ -263,7 +275,7 @@ class AnthropicConverter:
         """Open a content block (its start, or a block given whole): its first chunks go to ``out``."""
         if not isinstance(content, Mapping) or not isinstance(content.get("type"), str):
             shown = content.get("type") if isinstance(content, Mapping) else type(content).__name__
-            raise malformed(f"{where}: a content block must be an object with a string 'type', got {shown!r}")
+            raise malformed(f"{where}: a content block must be an object with a string 'type', got {quote(shown)}")
         source = content["type"]
         kind = _KINDS.get(source)
         if kind is None:
@@ -329,7 +341,7 @@ class AnthropicConverter:
             return []
         expected, field = _DELTAS[block.kind]
         if kind != expected:
-            raise malformed(f"delta {kind!r} for a {block.kind} block")
+            raise malformed(f"delta {quote(kind)} for a {block.kind} block")
         text = _str(delta.get(field), f"{kind}.{field}")
         if not text:
             return []

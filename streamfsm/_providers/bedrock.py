@@ -16,14 +16,15 @@ from typing import Any, overload
 import orjson
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper
 
-__all__ = ["BedrockConverter", "bedrock_failure", "bedrock_usage", "from_bedrock_events"]
+__all__ = ["BedrockConverter", "bedrock_failure", "bedrock_usage", "from_bedrock_events", "sdk_errors"]
 
 _FINISH: dict[str, WireFinishReason] = {
     "end_turn": {"kind": "stop"},
@@ -202,7 +203,7 @@ class _Slot:
 def _index(body: Mapping[str, Any], event: str) -> int:
     index = body.get("contentBlockIndex")
     if type(index) is not int or index < 0:
-        raise malformed(f"{event} with a bad contentBlockIndex {index!r}")
+        raise malformed(f"{event} with a bad contentBlockIndex {quote(index)}")
     return index
 
 
@@ -240,12 +241,27 @@ class BedrockConverter:
         self.signatures: dict[int, list[str]] = {}  # protocol index → the signature's pieces
         self.stop_reason: str | None = None
         self.usage: WireUsage | None = None
+        self.started = False  # an event of this turn came
+        self.failed = False  # an exception event ended it
         self.ended = False
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a ``messageStart`` after this turn's ``messageStop`` (the
+        turn's ``metadata``, which may come before or after its ``messageStop``, is the turn's own) or after an
+        exception event."""
+        return (self.stop_reason is not None or self.failed) and "messageStart" in event
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event (``{"contentBlockDelta": {...}}``); returns the protocol chunks it completes."""
         for name, body in event.items():
-            if name == "contentBlockDelta":
+            if name == "messageStart":
+                if self.begins_turn(event):
+                    raise another_turn("messageStart after messageStop", "from_bedrock_events")
+                if self.started:
+                    raise malformed(
+                        "messageStart after the events of a message that did not stop: a turn spliced into another"
+                    )
+            elif name == "contentBlockDelta":
                 self._delta(_body(body, name))
             elif name == "contentBlockStart":
                 self._start(_body(body, name))
@@ -258,8 +274,10 @@ class BedrockConverter:
                 if usage is not None:
                     self.usage = bedrock_usage(_body(usage, "metadata.usage"))
             elif isinstance(name, str) and name.endswith("Exception"):
+                self.failed = True  # the stream is over: a recording may hold another message after it
                 raise bedrock_failure(name, body)
-            # messageStart (its role is always "assistant") and events added to the API later: nothing to convert.
+            # Events added to the API later: nothing to convert (messageStart's role is always "assistant").
+        self.started = True
         return self.queue.take()
 
     # --- Content ------------------------------------------------------------------------------------
@@ -387,7 +405,7 @@ class BedrockConverter:
             raise malformed("messageStop twice")
         reason = body.get("stopReason")
         if not isinstance(reason, str) or not reason:
-            raise malformed(f"messageStop.stopReason must be a non-empty string, got {reason!r}")
+            raise malformed(f"messageStop.stopReason must be a non-empty string, got {quote(reason)}")
         self.stop_reason = reason
 
     # --- The end ------------------------------------------------------------------------------------
@@ -423,7 +441,8 @@ class BedrockConverter:
         return out + closing(self.usage, finish, keeper.state(blocks=blocks))
 
 
-def _sdk_errors(events: Iterable[Any]) -> Iterator[Any]:
+def sdk_errors(events: Iterable[Any]) -> Iterator[Any]:
+    """``events`` as they come, an exception botocore raises while reading them as its coded :class:`LlmError`."""
     try:
         yield from events
     except LlmError:
@@ -462,4 +481,4 @@ def from_bedrock_events(
     """
     if isinstance(events, AsyncIterable):
         return convert(BedrockConverter(), _sdk_errors_async(events), "a ConverseStream event")
-    return convert(BedrockConverter(), _sdk_errors(events), "a ConverseStream event")
+    return convert(BedrockConverter(), sdk_errors(events), "a ConverseStream event")

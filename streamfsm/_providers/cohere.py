@@ -12,10 +12,11 @@ from collections.abc import AsyncIterable, AsyncIterator, Hashable, Iterable, It
 from typing import Any, overload
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper
 
@@ -75,7 +76,7 @@ def _message(event: Mapping[str, Any]) -> Mapping[str, Any]:
 def _index(event: Mapping[str, Any]) -> int:
     index = event.get("index")
     if type(index) is not int or index < 0:
-        raise malformed(f"{event.get('type')} with a bad index {index!r}")
+        raise malformed(f"{event.get('type')} with a bad index {quote(index)}")
     return index
 
 
@@ -138,8 +139,13 @@ class CohereConverter:
         self.response_id: str | None = None
         self.reason: str | None = None
         self.usage: WireUsage | None = None
+        self.started = False  # message-start came
         self.done = False  # message-end came
         self.ended = False
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a ``message-start`` after this turn's ``message-end``."""
+        return self.done and event.get("type") == "message-start"
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
@@ -149,6 +155,8 @@ class CohereConverter:
                 raise stream_failure(event, "in the stream")
             raise malformed(f"an event without a type: {words(event)[:80]}")
         if self.done and kind != "debug":
+            if self.begins_turn(event):
+                raise another_turn("event 'message-start' after message-end", "from_cohere_events")
             raise malformed(f"event {words(kind)[:40]} after message-end")
         if kind == "content-delta":
             self._content_delta(event)
@@ -167,6 +175,7 @@ class CohereConverter:
         elif kind == "message-end":
             self._message_end(_object(event.get("delta"), "message-end.delta"))
         elif kind == "error":
+            self.done = True  # the stream is over: a recording may hold another message after it
             raise stream_failure(event, "in the stream")
         # content-end, tool-call-end, citation-end: the next block or the end closes a block. debug, and event
         # types added to the API later: nothing to convert.
@@ -197,7 +206,7 @@ class CohereConverter:
             if index in self.parts or ("content", index) in self.blocks:
                 raise malformed(f"content {index} began twice")
             part = self.parts[index] = _Part(self.made, content)
-            self.kept.append((str(kind), part.at, part))
+            self.kept.append((kind if isinstance(kind, str) else quote(kind), part.at, part))
             return
         self.ordinals[index] = self.made
         block = ProviderBlock("text" if kind == "text" else "reasoning")
@@ -255,6 +264,9 @@ class CohereConverter:
         self.kept.append(("citation", at, citation))
 
     def _message_start(self, event: Mapping[str, Any]) -> None:
+        if self.started:
+            raise malformed("message-start before the message-end of the message before: a turn spliced into another")
+        self.started = True
         if isinstance(event.get("id"), str):
             self.response_id = event["id"]
         delta = event.get("delta")
@@ -284,7 +296,7 @@ class CohereConverter:
         if reason == "TIMEOUT":
             raise LlmError("the provider stopped with finish_reason 'TIMEOUT'", ErrorCode.TIMEOUT)
         if not isinstance(reason, str) or not reason:
-            raise malformed(f"message-end.finish_reason must be a non-empty string, got {reason!r}")
+            raise malformed(f"message-end.finish_reason must be a non-empty string, got {quote(reason)}")
         self.reason = reason
         usage = delta.get("usage")
         if usage is not None:

@@ -9,18 +9,24 @@ are :mod:`.blocks`; content a provider interleaves is held back by :mod:`.held`;
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, Protocol
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, Protocol
 
 import orjson
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._shape import MAX_INT
 from .._wire import StreamChunk, WireFailure, WireFinishReason
 from .classify import clip
 
 __all__ = [
+    "END_OF_TURN",
     "Converter",
+    "TurnConverter",
+    "Turns",
+    "another_turn",
     "as_event",
     "closing",
     "convert",
@@ -34,6 +40,15 @@ __all__ = [
 def malformed(message: str) -> LlmError:
     """A provider sent something that is not its documented format."""
     return LlmError(message, ErrorCode.MALFORMED_RESPONSE)
+
+
+def another_turn(what: str, reader: str) -> LlmError:
+    """The first event of a second turn, fed to a converter (which converts one): ``MALFORMED_RESPONSE`` saying
+    how to read a recording of several turns (``reader``: the wire API's ``from_...`` function)."""
+    return malformed(
+        f"{what}: the first event of another turn, and a recording of several turns is not one turn; read it with "
+        f"sf.read_turns(sf.{reader}, events) or sf.read_recordings(path), one stream per turn"
+    )
 
 
 def event_object(data: str, who: str) -> Mapping[str, Any]:
@@ -51,9 +66,9 @@ def non_negative_int(value: object, field: str) -> int:
     """A token count: an int from 0 to 2^53-1 (an integral float is accepted: some providers send them)."""
     # The range test comes first: it also refuses NaN and infinity, on which int() would raise.
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_INT:
-        raise malformed(f"usage field {field!r} must be an integer from 0 to 2^53-1, got {value!r}")
+        raise malformed(f"usage field {field!r} must be an integer from 0 to 2^53-1, got {quote(value)}")
     if int(value) != value:
-        raise malformed(f"usage field {field!r} must be an integer, got {value!r}")
+        raise malformed(f"usage field {field!r} must be an integer, got {quote(value)}")
     return int(value)
 
 
@@ -138,3 +153,136 @@ async def _convert_async(converter: Converter, events: AsyncIterable[Any], what:
             yield chunk
     for chunk in converter.end():
         yield chunk
+
+
+# --- Turns --------------------------------------------------------------------------------------------
+
+
+class TurnConverter(Converter, Protocol):
+    """A converter that can tell where its turn ends: :class:`Turns` drives one per turn.
+
+    ``begins_turn(event)`` is whether ``event`` is the first of another turn: the converter's turn is over, as
+    its wire API says a turn ends, and ``event`` starts one. ``feed`` refuses such an event (:func:`another_turn`);
+    an event that starts a turn before the converter's turn ended is spliced into it, and ``MALFORMED_RESPONSE``.
+    """
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first event of another turn (this converter's is over)."""
+        ...
+
+
+class _EndOfTurn:
+    """The type of :data:`END_OF_TURN`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "END_OF_TURN"
+
+
+#: What a reader puts among the events where the transport itself says a turn is over (an SSE body's ``[DONE]``):
+#: the turn ends there whatever its converter says, and the next event, if any, begins another.
+END_OF_TURN: Final = _EndOfTurn()
+
+
+class Turns:
+    """The turns of a recording of one wire API, each converted by a fresh converter: the one rule of turns.
+
+    A recording holds one or more turns. Iterating gives one iterator of block-protocol chunks per turn, as the
+    turn's converter makes them; the first turn always comes (an empty recording is one turn, which its converter
+    says is not complete). A turn is over where its wire API says (``converter.begins_turn``, on the event that
+    starts the next) or at :data:`END_OF_TURN`. Asking for the next turn reads (and drops) what is left of the
+    one before. A turn whose conversion raised: one the provider failed (its error event, a failed response: the
+    error's code is the provider's) is over, and the turns go on at the next event that begins one (the failed
+    turn's last events, as a failed response after its error event, are its own); one broken by what its
+    converter could not read (``MALFORMED_RESPONSE``, ``LIMIT_EXCEEDED``) is the last: what follows cannot be
+    told apart. ``more`` says, once a turn's chunks are over, whether another turn follows. ``on_failure(between)``
+    is called when a turn's conversion raised, before any more events are read (``between``: as :attr:`between`).
+    """
+
+    __slots__ = ("_ahead", "_broken", "_events", "_new", "_on_failure", "_past")
+
+    def __init__(
+        self,
+        new: Callable[[], TurnConverter],
+        events: Iterable[Mapping[str, Any] | _EndOfTurn],
+        on_failure: Callable[[bool], object] | None = None,
+    ) -> None:
+        self._new = new
+        self._events = iter(events)
+        self._on_failure = on_failure
+        self._ahead: Mapping[str, Any] | None = None  # the first event of the next turn, read already
+        self._broken = False
+        self._past = False  # an event after the turn in hand was read
+
+    @property
+    def between(self) -> bool:
+        """Whether an event after the turn in hand has been read: its converter's last chunks came from the events
+        before the last one read."""
+        return self._past
+
+    @property
+    def more(self) -> bool:
+        """Whether another turn follows the one whose chunks are over."""
+        return self._ahead is not None and not self._broken
+
+    def __iter__(self) -> Iterator[Iterator[StreamChunk]]:
+        first = True
+        while first or self.more:
+            first = False
+            turn = self._turn(self._new())
+            yield turn
+            with contextlib.suppress(LlmError):  # what the caller left of it (an error there is the turn's)
+                for _ in turn:
+                    pass
+
+    def _turn(self, converter: TurnConverter) -> Iterator[StreamChunk]:
+        first, self._ahead, self._past = self._ahead, None, False
+        try:
+            if first is not None:
+                yield from converter.feed(first)
+            for event in self._events:
+                if isinstance(event, _EndOfTurn):
+                    self._past = True
+                    self._ahead = self._after_end()
+                    break
+                if converter.begins_turn(event):
+                    self._past = True
+                    self._ahead = event
+                    break
+                yield from converter.feed(event)
+            yield from converter.end()
+        except LlmError as err:
+            if self._on_failure is not None:
+                self._on_failure(self._past)
+            self._after_failure(converter, err)
+            raise
+        except BaseException:
+            self._broken = True
+            raise
+
+    def _after_end(self) -> Mapping[str, Any] | None:
+        """The first event after an :data:`END_OF_TURN` (and any more of them), or None at the end."""
+        return next((e for e in self._events if not isinstance(e, _EndOfTurn)), None)
+
+    def _after_failure(self, converter: TurnConverter, err: LlmError) -> None:
+        """A turn's conversion raised ``err``: find the next turn, if there is one to find (the class docstring)."""
+        if self._past:  # its end was read already (the error is its converter's verdict at the end)
+            self._broken = self._ahead is None
+            return
+        self._broken = True
+        if err.code in _UNREADABLE:
+            return
+        try:
+            for event in self._events:
+                self._past = True
+                if isinstance(event, _EndOfTurn) or converter.begins_turn(event):
+                    ahead = self._after_end() if isinstance(event, _EndOfTurn) else event
+                    self._ahead, self._broken = ahead, ahead is None
+                    return
+        except LlmError:  # reading on failed too: the turn's own error is the one to report
+            pass
+
+
+#: The codes of a turn its converter could not read: nothing after it can be told apart.
+_UNREADABLE: Final = frozenset({ErrorCode.MALFORMED_RESPONSE, ErrorCode.LIMIT_EXCEEDED})

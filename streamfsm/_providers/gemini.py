@@ -30,10 +30,11 @@ import orjson
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import as_event, closing, convert, malformed, non_negative_int
+from .convert import another_turn, as_event, closing, convert, malformed, non_negative_int
 from .gemini_arguments import ArgumentWriter
 from .held import BlockQueue
 from .replay import Keeper, json_size
@@ -197,16 +198,36 @@ class GeminiConverter:
         self.safety: Any = None
         self.prompt_feedback: Mapping[str, Any] | None = None
         self.usage: WireUsage | None = None
+        self.failed = False  # an error chunk ended it
         self.ended = False
 
     # --- Events ---------------------------------------------------------------------------------------
 
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a chunk whose ``responseId`` is not this turn's, after its
+        ``finishReason`` (Gemini's stream has no end event: the chunks after the finish reason with the same
+        ``responseId``, its usage, are this turn's), or after an error chunk. Without a ``responseId`` on both,
+        turns cannot be told apart."""
+        found, known = get(event, "responseId"), self.response.get("responseId")
+        if self.failed:  # after an error chunk, any response but this one's
+            return isinstance(found, str) and found != known
+        feedback = self.prompt_feedback
+        if self.finish_reason is None and (feedback is None or get(feedback, "blockReason") is None):
+            return False
+        return isinstance(found, str) and known is not None and found != known
+
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one ``GenerateContentResponse``; returns the protocol chunks it completes."""
         if event.get("error") is not None:
+            self.failed = True  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
+        if self.begins_turn(event):
+            raise another_turn(f"{EVENT} with a new responseId after a finishReason", "from_gemini_chunks")
         if self.ended:
             raise malformed(f"{EVENT} after the end of the stream")
+        found, known = get(event, "responseId"), self.response.get("responseId")
+        if isinstance(found, str) and known is not None and found != known:
+            raise malformed(f"response {clip(found, 80)!r} began before response {clip(known, 80)!r} ended")
         for key in ("responseId", "modelVersion"):
             value = get(event, key)
             if key not in self.response and isinstance(value, str):
@@ -227,7 +248,7 @@ class GeminiConverter:
     def _candidate(self, candidate: Mapping[str, Any]) -> None:
         index = get(candidate, "index")
         if index not in (None, 0):
-            raise _not_one_turn(f"candidate {clip(str(index), 40)}")
+            raise _not_one_turn(f"candidate {quote(index, 40)}")
         content = get(candidate, "content")
         if content is not None:
             for part in _list(get(_object(content, "'content'"), "parts"), "'content.parts'"):
@@ -242,7 +263,7 @@ class GeminiConverter:
         reason = get(candidate, "finishReason")
         if reason is not None:
             if not isinstance(reason, str) or not reason:
-                raise malformed(f"finishReason must be a non-empty string, got {reason!r}")
+                raise malformed(f"finishReason must be a non-empty string, got {quote(reason)}")
             self.finish_reason = reason
         message = get(candidate, "finishMessage")
         if isinstance(message, str):
@@ -310,7 +331,9 @@ class GeminiConverter:
         if self.call is not None:
             if name is None or name == self.call.name:  # the streamed call goes on
                 if args is not None:
-                    raise malformed(f"functionCall {self.call.name!r} got whole 'args' while its arguments streamed")
+                    raise malformed(
+                        f"functionCall {quote(self.call.name)} got whole 'args' while its arguments streamed"
+                    )
                 self._partial(partial)
                 if signature is not None:
                     self._entry(self.call_index).setdefault("signature", signature)
@@ -333,7 +356,7 @@ class GeminiConverter:
             try:
                 arguments = orjson.dumps(_object(args, "'functionCall.args'")).decode()
             except TypeError as exc:
-                raise malformed(f"functionCall {name!r}: its args are not JSON ({exc})") from exc
+                raise malformed(f"functionCall {quote(name)}: its args are not JSON ({exc})") from exc
             index = self._push(block, arguments)
         else:
             index = self._push(block, "")

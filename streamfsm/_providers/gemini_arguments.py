@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from .._quote import quote
 from .._shape import MAX_INT
 from .convert import malformed
 
@@ -109,7 +110,7 @@ def json_number(value: object, what: str) -> str:
         raise malformed(f"{what} must be a number, got {type(value).__name__}")
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise malformed(f"{what} must be a finite number, got {value!r}")
+            raise malformed(f"{what} must be a finite number, got {quote(value)}")
         if value.is_integer() and abs(value) <= MAX_INT:
             value = int(value)
     return orjson.dumps(value).decode()

@@ -20,11 +20,12 @@ from .._adapter import (
 )
 from .._errors import ErrorCode, LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import ProviderBlock
-from .classify import stream_failure
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .classify import clip, stream_failure
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper, KeptBlock, by_position, json_size, kept_blocks
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -73,7 +74,7 @@ def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
 
 
 def _shown(value: object) -> str:
-    return repr(value.get("type")) if isinstance(value, Mapping) else type(value).__name__
+    return quote(value.get("type")) if isinstance(value, Mapping) else type(value).__name__
 
 
 def _text_field(delta: Mapping[str, Any], key: str) -> str:
@@ -83,6 +84,18 @@ def _text_field(delta: Mapping[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise malformed(f"delta.{key} must be a string, got {type(value).__name__}")
     return value
+
+
+def _new_id(found: object, known: str | None) -> bool:
+    """Whether a chunk's ``id`` names another response than ``known`` (both given)."""
+    return isinstance(found, str) and bool(found) and known is not None and found != known
+
+
+def _opens(event: Mapping[str, Any]) -> bool:
+    """Whether a chunk carries a choice with a delta, as the first chunk of a response does (a chunk of usage
+    alone, or the empty delta of a finish, does not)."""
+    choices = event.get("choices")
+    return isinstance(choices, list) and any(isinstance(c, Mapping) and bool(c.get("delta")) for c in choices)
 
 
 class OpenAIConverter:
@@ -108,15 +121,41 @@ class OpenAIConverter:
         self.finish_reason: str | None = None
         self.usage: WireUsage | None = None
         self.model: str | None = None
-        self.response_id: str | None = None
+        self.response_id: str | None = None  # the first chunk's id
+        self.last_id: str | None = None  # the id of the last chunk that had one
+        self.failed = False  # an error chunk ended it
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a chunk with a delta whose ``id`` is not this turn's,
+        after its ``finish_reason`` (the chunk of usage after it belongs to the turn, whatever its ``id``: some
+        servers mint an ``id`` a chunk), or after an error chunk. An SSE body's ``[DONE]`` ends a turn too (the
+        reader of recordings says so). Without an ``id``, turns cannot be told apart."""
+        found = event.get("id")
+        if self.failed:  # after an error chunk, any response but this one's
+            return isinstance(found, str) and bool(found) and found != self.response_id
+        return self.finish_reason is not None and _new_id(found, self.response_id) and _opens(event)
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
         if event.get("error"):
+            self.failed = True  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
-        if self.response_id is None and isinstance(event.get("id"), str):
-            self.response_id = event["id"]
-            self.model = event.get("model") if isinstance(event.get("model"), str) else None
+        if self.begins_turn(event):
+            raise another_turn("a chunk with a new id after a finish_reason", "from_openai_chunks")
+        found = event.get("id")
+        if isinstance(found, str) and found:
+            # A new id within a response is taken as the same response: llama.cpp's server (until 2024),
+            # LiteLLM's proxy for some providers and Foundry Local mint one a chunk. The first response's id
+            # coming back after another one's is a response spliced into another.
+            if found == self.response_id and self.last_id != found:
+                raise malformed(
+                    f"response {clip(found, 80)!r} came back after response {clip(self.last_id or '', 80)!r} "
+                    "began: one response spliced into another"
+                )
+            self.last_id = found
+            if self.response_id is None:
+                self.response_id = found
+                self.model = event.get("model") if isinstance(event.get("model"), str) else None
         choices = event.get("choices")
         if choices is None:
             choices = ()
@@ -126,7 +165,7 @@ class OpenAIConverter:
             if not isinstance(choice, Mapping):
                 raise malformed(f"a choice must be an object, got {type(choice).__name__}")
             if choice.get("index", 0) != 0:
-                raise malformed(f"choice {choice.get('index')!r}: only one choice (n=1) can be converted")
+                raise malformed(f"choice {quote(choice.get('index'))}: only one choice (n=1) can be converted")
             delta = choice.get("delta") or {}
             if not isinstance(delta, Mapping):
                 raise malformed(f"'delta' must be an object, got {type(delta).__name__}")
@@ -153,7 +192,7 @@ class OpenAIConverter:
             reason = choice.get("finish_reason")
             if reason is not None:
                 if not isinstance(reason, str) or not reason:
-                    raise malformed(f"'finish_reason' must be a non-empty string, got {reason!r}")
+                    raise malformed(f"'finish_reason' must be a non-empty string, got {quote(reason)}")
                 self.finish_reason = reason
         usage = event.get("usage")
         if usage is not None:
@@ -220,7 +259,7 @@ class OpenAIConverter:
         if position is None:  # a server that sends calls whole, without an index
             position = self.positions.get(call_id, len(self.calls)) if isinstance(call_id, str) else len(self.calls)
         if isinstance(position, bool) or not isinstance(position, int):
-            raise malformed(f"tool call index must be an integer, got {position!r}")
+            raise malformed(f"tool call index must be an integer, got {quote(position)}")
         block = self.calls.get(position)
         if block is None:
             name = function.get("name")
@@ -235,7 +274,7 @@ class OpenAIConverter:
             self.made += 1
             return
         if call_id is not None and call_id != block.call_id:
-            raise malformed(f"tool call {position} changed its id from {block.call_id!r} to {call_id!r}")
+            raise malformed(f"tool call {position} changed its id from {quote(block.call_id)} to {quote(call_id)}")
         if block.ended:
             if arguments:
                 raise malformed(

@@ -8,10 +8,15 @@ adapter, which sends a conversation back in the API's ``input`` form, is :mod:`.
 A response is a list of *output items*, each streamed between ``response.output_item.added`` and
 ``response.output_item.done``. What the block protocol has words for becomes blocks: a ``message``'s
 ``output_text`` (and ``refusal``) parts text blocks, a ``reasoning`` item's summary parts and reasoning-text parts
-reasoning blocks, a ``function_call`` or ``custom_tool_call`` a tool call. Every other item (web and file search,
-code interpreter, image generation, MCP, shell, computer use, items added since) and every reasoning item (its id
-and ``encrypted_content`` are what the API needs to see again) is kept verbatim for replay (:mod:`.replay`), and so
-are a text's annotations (citations).
+reasoning blocks, a ``function_call`` or ``custom_tool_call`` a tool call, and so does a call of the API's own
+tools that the client runs (:data:`CLIENT_TOOLS`: ``local_shell_call``, ``shell_call``, ``apply_patch_call``,
+``computer_call``, ``tool_search_call`` with ``execution: "client"``), named ``local_shell``, ``shell``,
+``apply_patch``, ``computer``, ``tool_search``, its action as the arguments. Every other item (web and file
+search, code interpreter, image generation, MCP, a call the server ran itself, items added since) and every
+reasoning item (its id and ``encrypted_content`` are what the API needs to see again) is kept verbatim for replay
+(:mod:`.replay`), and so are a text's annotations (citations). A call the server ran says so in its item: a
+``tool_search_call`` whose ``execution`` is ``server``, a ``shell_call`` whose ``environment`` is a container, a
+``custom_tool_call`` named for none of the client's tools the response lists (xAI's search tools).
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from typing import Any, overload
 import orjson
 
 from .._errors import ErrorCode, LlmError
+from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
 from .held import BlockQueue
-from .replay import Keeper
+from .replay import Keeper, json_size
 
 __all__ = ["OpenAIResponsesConverter", "from_openai_responses_events", "responses_usage"]
 
@@ -48,8 +54,33 @@ _FAILED_KINDS = {
 #: ... and the prefixes of the rest: every image error is the request's (``invalid_image_url``, ``image_too_large``).
 _REQUEST_PREFIXES = ("invalid_", "image_", "empty_image", "unsupported_image", "failed_to_download_image")
 
-#: The client tool calls: what becomes a tool-call block.
+#: The client tool calls whose arguments stream (``.delta`` events): what becomes a tool-call block.
 _CALLS = frozenset({"function_call", "custom_tool_call"})
+#: The calls of the API's own tools that the client runs (each a tool-call block, named here, its action or
+#: operation as the arguments), sent back with the matching ``*_output`` item. Each comes whole at its
+#: ``output_item.done``.
+CLIENT_TOOLS = {
+    "local_shell_call": ("local_shell", "action"),
+    "shell_call": ("shell", "action"),
+    "apply_patch_call": ("apply_patch", "operation"),
+    "computer_call": ("computer", "action"),
+    "tool_search_call": ("tool_search", "arguments"),
+}
+
+
+def _client_tools(tools: list[Any]) -> list[str]:
+    """The names of the client's own tools a response lists (functions and custom tools, in namespaces too)."""
+    names: list[str] = []
+    for tool in tools:
+        if not isinstance(tool, Mapping):
+            continue
+        function = tool.get("function")  # a server that echoes tools in the chat-completions form
+        name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+        if tool.get("type") in ("function", "custom") and isinstance(name, str):
+            names.append(name)
+        elif isinstance(tool.get("tools"), list):
+            names.extend(_client_tools(tool["tools"]))
+    return names
 
 
 def _escaped(text: str) -> str:
@@ -69,7 +100,7 @@ def _str(value: object, what: str) -> str:
 def _position(event: Mapping[str, Any], key: str) -> int:
     value = event.get(key, 0 if key != "output_index" else None)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise malformed(f"{event.get('type')}: {key!r} must be an integer ≥ 0, got {value!r}")
+        raise malformed(f"{event.get('type')}: {key!r} must be an integer ≥ 0, got {quote(value)}")
     return value
 
 
@@ -136,7 +167,7 @@ class _Part:
 class _Item:
     """One output item: its type, id, where it came in the turn, and the parts its content went into."""
 
-    __slots__ = ("at", "call", "data", "done", "id", "kind", "parts")
+    __slots__ = ("at", "call", "data", "done", "id", "kind", "parts", "server")
 
     def __init__(self, kind: str, at: int, data: Mapping[str, Any]) -> None:
         self.kind = kind
@@ -146,6 +177,7 @@ class _Item:
         self.parts: dict[tuple[str, int], _Part] = {}
         self.call: _Part | None = None
         self.done = False
+        self.server = False  # a call the server runs itself: kept, never a client call
 
 
 class OpenAIResponsesConverter:
@@ -175,20 +207,34 @@ class OpenAIResponsesConverter:
         self.calls = 0
         self.response: dict[str, Any] = {}
         self.ended: str | None = None  # the event that ended the response
+        # The names of the client's own tools (function, custom), when the response lists its tools: a call of
+        # another name is one the server runs (xAI's search tools come as custom_tool_call items).
+        self.declared: frozenset[str] | None = None
 
     # --- Events ---
+
+    def begins_turn(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the first of another turn: a response's first event (``response.created``,
+        ``.queued`` or ``.in_progress``) after this turn's terminal event (``response.completed``,
+        ``response.incomplete``, ``response.failed``, or an ``error`` event)."""
+        return self.ended is not None and event.get("type") in _STARTS
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.ended is not None:
-            raise malformed(f"event {kind!r} after {self.ended}: a stream of more than one response is not one turn")
+            if self.begins_turn(event):
+                raise another_turn(f"event {quote(kind)} after {self.ended}", "from_openai_responses_events")
+            raise malformed(
+                f"event {quote(kind)} after {self.ended}: a stream of more than one response is not one turn"
+            )
         if not isinstance(kind, str):
             raise malformed(f"an event without a 'type': {sorted(event)[:8]}")
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, event)
         elif kind == "error":
+            self.ended = kind  # the response is over: a recording may hold another after it
             error = event.get("error")
             if not isinstance(error, Mapping):  # the SDK's ResponseErrorEvent: code, message and param on the event
                 error = {key: event[key] for key in ("code", "message", "param") if key in event}
@@ -196,7 +242,9 @@ class OpenAIResponsesConverter:
         elif kind in ("response.completed", "response.incomplete"):
             return self._finish(kind, self._response(event))
         elif kind == "response.failed":
-            raise self._failed(self._response(event))
+            failure = self._failed(self._response(event))
+            self.ended = kind
+            raise failure
         return self.queue.take()
 
     def _response(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -207,11 +255,29 @@ class OpenAIResponsesConverter:
         if isinstance(found, str):
             known = self.response.get("id")
             if known is not None and known != found:
-                raise malformed(f"response {found!r} began before response {known!r} ended: not one turn")
+                raise malformed(f"response {quote(found)} began before response {quote(known)} ended: not one turn")
             self.response["id"] = found
         if isinstance(response.get("model"), str):
             self.response["model"] = response["model"]
+        tools = response.get("tools")
+        if self.declared is None and isinstance(tools, list) and tools:
+            self.declared = frozenset(_client_tools(tools))
         return response
+
+    def _server_runs(self, kind: str, data: Mapping[str, Any]) -> bool:
+        """Whether a call item is one the server runs itself (kept for replay), as the item says: a tool search
+        whose ``execution`` is not ``client``; a shell call in an ``environment`` other than ``local`` (a hosted
+        container); a custom tool call whose name is none of the client's tools the response lists (xAI's
+        ``x_search`` runs as ``custom_tool_call`` s named ``x_keyword_search``, ...; a response that lists no tools
+        says nothing, and its calls are the client's)."""
+        if kind == "tool_search_call":
+            return data.get("execution") != "client"
+        if kind == "shell_call":
+            environment = data.get("environment")
+            return isinstance(environment, Mapping) and environment.get("type") not in (None, "local")
+        if kind == "custom_tool_call":
+            return self.declared is not None and data.get("name") not in self.declared
+        return False
 
     def _started(self, event: Mapping[str, Any]) -> None:  # response.created, .in_progress, .queued
         self._response(event)
@@ -228,7 +294,7 @@ class OpenAIResponsesConverter:
             data = {"id": item_id} if isinstance(item_id, str) and item_id else {}
             item = self.items[position] = _Item(next(iter(kinds)), len(self.meta), data)
         elif item.kind not in kinds:
-            raise malformed(f"{event.get('type')} for output item {position}, a {item.kind!r}")
+            raise malformed(f"{event.get('type')} for output item {position}, a {quote(item.kind)}")
         if item.done:
             raise malformed(f"{event.get('type')} for output item {position} after its output_item.done")
         return item
@@ -242,7 +308,9 @@ class OpenAIResponsesConverter:
             raise malformed(f"output item {position} was added twice")
         item = self.items[position] = _Item(data["type"], len(self.meta), data)
         if item.kind in _CALLS:
-            self._call(item, data)
+            item.server = self._server_runs(item.kind, data)
+            if not item.server:
+                self._call(item, data)
 
     def _call(self, item: _Item, data: Mapping[str, Any]) -> _Part:
         call = item.call
@@ -268,13 +336,19 @@ class OpenAIResponsesConverter:
         item = self.items.get(position)
         if item is None:  # sent whole
             item = self.items[position] = _Item(data["type"], len(self.meta), data)
+            item.server = item.kind == "custom_tool_call" and self._server_runs(item.kind, data)
         elif item.done:
             raise malformed(f"output item {position} was done twice")
         elif item.kind != data["type"]:
-            raise malformed(f"output item {position} was added as {item.kind!r} and done as {data['type']!r}")
+            raise malformed(f"output item {position} was added as {quote(item.kind)} and done as {quote(data['type'])}")
         kind = item.kind
         if kind == "message":
             self._message_done(item, data)
+        elif item.server:
+            self.keeper.charge(json_size(data, f"a {kind}"))
+            self.keeper.keep(kind, item.at, data)
+        elif kind in CLIENT_TOOLS and not self._server_runs(kind, data):
+            self._client_tool(item, data)
         elif kind in _CALLS:
             call = self._call(item, data)
             field = "arguments" if kind == "function_call" else "input"
@@ -287,6 +361,32 @@ class OpenAIResponsesConverter:
             self.keeper.keep(kind, item.at, data)
         item.done = True
         item.data = data
+
+    def _client_tool(self, item: _Item, data: Mapping[str, Any]) -> None:
+        """A call of the API's own tool that the client runs: a tool call named for the tool, its action (or
+        operation, or arguments) as the arguments; the item itself goes in the block's replay entry, to be sent
+        back as it came."""
+        name, field = CLIENT_TOOLS[item.kind]
+        call_id = data.get("call_id") or data.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise malformed(f"a {item.kind} without a call_id")
+        action = data.get(field)
+        if action is None and item.kind == "computer_call" and isinstance(data.get("actions"), list):
+            action = {"actions": data["actions"]}  # the computer tool's batched actions
+        if isinstance(action, str):
+            arguments = action
+        else:
+            try:
+                arguments = orjson.dumps({} if action is None else action).decode()
+            except (orjson.JSONEncodeError, TypeError) as exc:
+                raise malformed(f"{item.kind} {call_id}: its {field} is not JSON data ({exc})") from exc
+        self.keeper.charge(json_size(data, f"a {item.kind}"))
+        call = item.call = _Part("tool-call")
+        block = ProviderBlock("tool-call", call_id, name)
+        self._push(item, call, block, arguments, "")
+        self.meta[-1]["call"] = dict(data)
+        self.calls += 1
+        self.queue.end(block)
 
     def _message_done(self, item: _Item, data: Mapping[str, Any]) -> None:
         content = data.get("content") or []
@@ -406,6 +506,8 @@ class OpenAIResponsesConverter:
 
     def _arguments(self, event: Mapping[str, Any]) -> None:
         item = self._item(event, _CALLS)
+        if item.server:  # its input is in the item, kept whole at its output_item.done
+            return
         call = self._call(item, item.data)
         if event["type"].endswith(".delta"):
             self._grow(item, call, _str(event.get("delta"), f"{event['type']}.delta"))
@@ -474,6 +576,8 @@ class OpenAIResponsesConverter:
         return []
 
 
+#: The events a response begins with (a server may leave out the first ones).
+_STARTS = frozenset({"response.created", "response.queued", "response.in_progress"})
 _MESSAGE = frozenset({"message"})
 #: A message's content parts that are text, and the field their text is in.
 _PART_FIELDS = {"output_text": "text", "refusal": "refusal"}

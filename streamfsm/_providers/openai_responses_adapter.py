@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from .._adapter import (
     APP_IDENTITY,
     AppIdentity,
@@ -19,17 +21,18 @@ from .._adapter import (
     ModelInfo,
     ToolResultMessage,
 )
+from .._errors import ErrorCode, LlmError
 from .._models import TextBlock, ToolCallBlock
 from .._wire import StreamChunk
 from .base import HttpAdapter
-from .openai_responses import OpenAIResponsesConverter
+from .openai_responses import CLIENT_TOOLS, OpenAIResponsesConverter
 from .replay import kept_blocks
 from .sse import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["OpenAIResponsesAdapter", "responses_input"]
+__all__ = ["OpenAIResponsesAdapter", "output_item", "responses_input"]
 
 
 def _entry(entries: object, position: int) -> Mapping[str, Any]:
@@ -38,13 +41,14 @@ def _entry(entries: object, position: int) -> Mapping[str, Any]:
     return entry if isinstance(entry, Mapping) else {}
 
 
-def _assistant_items(message: AssistantMessage, custom: set[str]) -> list[dict[str, Any]]:
+def _assistant_items(message: AssistantMessage, calls: dict[str, str]) -> list[dict[str, Any]]:
     """One model turn as input items: its blocks as the items they came from, and the kept items where they were.
 
     A text block is an ``output_text`` (or ``refusal``) part of a ``message`` item, with the annotations kept for
     it; consecutive parts of one item go back as one item. A reasoning block is not sent by itself: the API takes
-    reasoning back only as the reasoning item it sent, which was kept. A tool call is a ``function_call``, or a
-    ``custom_tool_call`` with its ``input`` (whose id is added to ``custom``, for its result).
+    reasoning back only as the reasoning item it sent, which was kept. A tool call is a ``function_call``, a
+    ``custom_tool_call`` with its ``input``, or the call of the API's own tool it came as (``local_shell_call``,
+    ``shell_call``, ...: the item itself); ``calls`` learns each call's item type, for its result.
     """
     state = message.replay_state if isinstance(message.replay_state, Mapping) else {}
     entries = state.get("blocks")
@@ -92,8 +96,12 @@ def _assistant_items(message: AssistantMessage, custom: set[str]) -> list[dict[s
         last = None
         if isinstance(block, ToolCallBlock):
             call: dict[str, Any]
-            if entry.get("type") == "custom_tool_call":
-                custom.add(block.id)
+            kind = entry.get("type")
+            calls[block.id] = kind if isinstance(kind, str) else "function_call"
+            if kind in CLIENT_TOOLS and isinstance(entry.get("call"), Mapping):
+                out.append(dict(entry["call"]))  # the item as it came: id, action, status, ...
+                continue
+            if kind == "custom_tool_call":
                 given = block.parsed_arguments.get("input")
                 call = {"type": "custom_tool_call", "call_id": block.id, "name": block.name}
                 call["input"] = given if isinstance(given, str) else block.arguments
@@ -110,20 +118,70 @@ def responses_input(options: GenerateOptions) -> list[dict[str, Any]]:
     """The request's ``input``: the conversation as Responses API items.
 
     A user turn is ``{"role": "user", "content": ...}``; a model turn its items (see :func:`_assistant_items`); a
-    tool result a ``function_call_output`` (a ``custom_tool_call_output`` for a custom tool's call). The API has no
-    way to mark a result as an error: ``is_error`` is not sent, the content says it.
+    tool result the output item of its call's type (:func:`output_item`).
     """
     out: list[dict[str, Any]] = []
-    custom: set[str] = set()
+    calls: dict[str, str] = {}
     for message in options.messages:
         if isinstance(message, AssistantMessage):
-            out.extend(_assistant_items(message, custom))
+            out.extend(_assistant_items(message, calls))
         elif isinstance(message, ToolResultMessage):
-            kind = "custom_tool_call_output" if message.tool_call_id in custom else "function_call_output"
-            out.append({"type": kind, "call_id": message.tool_call_id, "output": message.content})
+            out.append(output_item(calls.get(message.tool_call_id, "function_call"), message))
         else:
             out.append({"role": "user", "content": message.content})
     return out
+
+
+def _json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def output_item(kind: str, result: ToolResultMessage) -> dict[str, Any]:
+    """A tool result as the output item of its call's type (``kind``, the call's item type).
+
+    ``function_call_output`` and ``custom_tool_call_output`` carry the content as it is (the API has no way to mark
+    a result as an error: the content says it). The API's own tools take their own items: ``local_shell_call_output``
+    (the content as ``output``; the call is named by ``id``, as the API's type has it); ``shell_call_output`` (the
+    content, if it is a JSON list of ``{stdout, stderr, outcome}``, is the ``output``; otherwise it is the stdout
+    of one command that exited 0, or 1 for an error result); ``apply_patch_call_output`` (``status`` ``failed``
+    for an error result, else ``completed``; the content as ``output``); ``computer_call_output`` (the content, a
+    JSON ``computer_screenshot`` object or an image URL, as ``output``); ``tool_search_output`` (the content, a JSON
+    list of tool definitions, as ``tools``; anything else is ``INVALID_REQUEST``).
+    """
+    call_id, content = result.tool_call_id, result.content
+    if kind == "custom_tool_call":
+        return {"type": "custom_tool_call_output", "call_id": call_id, "output": content}
+    if kind == "local_shell_call":
+        return {"type": "local_shell_call_output", "id": call_id, "output": content}
+    if kind == "shell_call":
+        given = _json(content)
+        chunks = given if isinstance(given, list) and all(isinstance(c, dict) and "outcome" in c for c in given) else []
+        if not chunks:
+            outcome = {"type": "exit", "exit_code": 1 if result.is_error else 0}
+            chunks = [{"stdout": content, "stderr": "", "outcome": outcome}]
+        return {"type": "shell_call_output", "call_id": call_id, "output": chunks}
+    if kind == "apply_patch_call":
+        status = "failed" if result.is_error else "completed"
+        return {"type": "apply_patch_call_output", "call_id": call_id, "status": status, "output": content}
+    if kind == "computer_call":
+        given = _json(content)
+        if isinstance(given, dict) and given.get("type") == "computer_screenshot":
+            screenshot = given
+        else:
+            screenshot = {"type": "computer_screenshot", "image_url": content}
+        return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
+    if kind == "tool_search_call":
+        tools = _json(content)
+        if not isinstance(tools, list):
+            raise LlmError(
+                f"the result of tool_search call {call_id} must be a JSON list of tool definitions",
+                ErrorCode.INVALID_REQUEST,
+            )
+        return {"type": "tool_search_output", "call_id": call_id, "execution": "client", "tools": tools}
+    return {"type": "function_call_output", "call_id": call_id, "output": content}
 
 
 class OpenAIResponsesAdapter(HttpAdapter):
@@ -136,7 +194,12 @@ class OpenAIResponsesAdapter(HttpAdapter):
     ``reasoning.effort``, with ``reasoning.summary`` = ``reasoning_summary`` (``"auto"``; None sends none) so that
     the model's reasoning is streamed. ``store`` is sent when it is not None: ``store=False`` keeps nothing at the
     provider, and asks for the reasoning items' ``encrypted_content`` (``include``), which the next turn sends
-    back. ``strict_tools`` is each function tool's ``strict``. The other arguments are :class:`HttpAdapter`'s.
+    back. ``strict_tools`` is each function tool's ``strict``. ``native_tools`` sends a tool as one of the API's
+    own, by the tool's name: ``{"local_shell": {"type": "local_shell"}, "apply_patch": {"type": "apply_patch"}}``
+    declares those two as the API's local shell and apply-patch tools; the model's calls of them come as
+    ``local_shell_call`` and ``apply_patch_call`` items, which are tool calls named ``local_shell`` and
+    ``apply_patch`` (their action as the arguments), and their results go back as ``local_shell_call_output`` and
+    ``apply_patch_call_output`` items (:func:`output_item`). The other arguments are :class:`HttpAdapter`'s.
     Supports every option but ``stop`` (the API has no stop sequences) and ``session_id``.
     """
 
@@ -158,6 +221,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
         store: bool | None = None,
         reasoning_summary: str | None = "auto",
         strict_tools: bool = False,
+        native_tools: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__(
             base_url,
@@ -174,6 +238,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
         self.store = store
         self.reasoning_summary = reasoning_summary
         self.strict_tools = strict_tools
+        self.native_tools = {name: dict(tool) for name, tool in (native_tools or {}).items()}
 
     def provider_headers(self) -> dict[str, str]:
         """The key, as a bearer token."""
@@ -186,7 +251,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
             body["instructions"] = options.system
         if options.tools is not None:
             body["tools"] = [
-                {
+                self.native_tools.get(t.name)
+                or {
                     "type": "function",
                     "name": t.name,
                     "description": t.description,

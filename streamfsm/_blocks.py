@@ -184,7 +184,7 @@ class Room:
     at the next full path: :meth:`_cool`, :meth:`_count_to`). Its ``cap`` is the room its expectation may take
     before the delta handler looks again: within the block's limit, the stream's bytes, and the chunk limit
     (each delta takes a unit at least, so a cap of ``size + chunks left`` lets no delta past the last
-    position): the handler's checks of those limits then decide, written once (``Handlers._limits``).
+    position): the handler's checks of those limits then decide, written once (``Stream._limits``).
     """
 
     __slots__ = (

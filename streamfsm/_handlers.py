@@ -2,7 +2,7 @@
 
 One lookup per chunk. ``_row[chunk type]`` (the current state's row of ``_table.ROUTES``, for the
 assembler's policy) gives the :class:`Route`: the handler of the chunk's type and the next state, with the
-guard it depends on as data. A missing entry is the protocol error (:meth:`Handlers._refuse`), after the
+guard it depends on as data. A missing entry is the protocol error (``Stream._refuse``), after the
 checks SPEC §3 puts before it: FAILED (the same error again), FINISHED (``CHUNK_AFTER_FINISH``, before the
 shape), then the chunk's shape (``INVALID_CHUNK``).
 
@@ -15,7 +15,7 @@ Each handler runs the rules of its chunk type, in the order of SPEC §3, each wr
 2. the route's guard, if it reads one (:meth:`Handlers._guard`): where it fails with no state to go to, the
    chunk is refused;
 3. the rules of the chunk's type;
-4. the limits (:meth:`Handlers._limits`: ``LIMIT_EXCEEDED`` comes last).
+4. the limits (``Stream._limits``: ``LIMIT_EXCEEDED`` comes last).
 
 Only then is anything committed, so a rejected chunk leaves no trace. A handler returns whether the
 route's guard held; the dispatcher (:meth:`Handlers._feed`) moves to the state the route names for it. A

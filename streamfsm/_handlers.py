@@ -94,7 +94,8 @@ class Handlers(Stream):
             if type(t) is str:
                 kind: str = t
                 last = self._last
-                if kind == self._last_type and last.row is self._row:  # the memo: no lookup
+                memo = self._last_type
+                if (kind is memo or kind == memo) and last.row is self._row:  # the memo: no lookup
                     route = last
                 else:
                     route = self._row.get(kind)

@@ -193,8 +193,8 @@ class StreamAssembler(Handlers):
 
         Each line is parsed and fed in one compiled loop, as it comes. A line orjson refuses goes to
         :meth:`feed_line`, which skips it if it is blank and otherwise rejects it (``INVALID_CHUNK`` at its
-        position). An empty line is skipped before it is parsed, and the blank lines right after a refused one by a
-        test each: a run of blank lines costs at most one refusal (its first line of whitespace, if any).
+        position). A blank line of bytes or text is skipped before it is parsed (by its length and its first
+        character); of another kind, right after a refused one by a test each: a run of them costs one refusal.
         With ``end``, the end of the lines is the end of input (:meth:`end`: ``STREAM_TRUNCATED`` before a
         finish). What ``validate_jsonl`` returns.
         """
@@ -204,7 +204,16 @@ class StreamAssembler(Handlers):
         for line in lines:
             # A blank line is skipped before it is parsed (a line of JSON never starts with whitespace): at once when
             # it is empty, else by a test once its first byte or character is whitespace, or after a refusal.
-            if not line or ((refused or _space_first(line)) and _is_blank(line)):
+            # A blank line is skipped before it is parsed (a line of JSON never starts with whitespace or a control
+            # character): a line of bytes or text by its length and its first character; any other kind of line (a
+            # bytearray, a memoryview) after a refusal, by a test each.
+            if type(line) is bytes:
+                if len(line) == 0 or (line[0] <= 32 and _is_blank(line)):
+                    continue
+            elif type(line) is str:
+                if len(line) == 0 or (line[0] <= " " and _is_blank(line)):
+                    continue
+            elif refused and _is_blank(line):
                 continue
             try:
                 chunk = loads(line)
@@ -344,17 +353,6 @@ def _partial(b: Buffer) -> Block | dict[str, Any]:
     if not b.kind:  # a block without deltas has no content before its block-end
         return {"type": b.block_type()}
     return construct(TEXT_MODEL[b.kind], {"type": b.kind, "text": content})
-
-
-def _space_first(line: bytes | bytearray | memoryview | str) -> bool:
-    """Whether a non-empty line starts with JSON whitespace (a byte or a character): a few instructions, no copy."""
-    if type(line) is bytes:
-        first = line[0]
-        return first == 32 or first == 9 or first == 13  # space, tab, CR
-    if type(line) is str:
-        char = line[0]
-        return char == " " or char == "\t" or char == "\r"
-    return True  # another kind of line: the test in full decides
 
 
 def _is_blank(line: bytes | bytearray | memoryview | str) -> bool:

@@ -21,7 +21,7 @@ import pytest
 import streamfsm as sf
 
 # The s3 examples' stand-in: a bucket of their own on moto's server (fixtures, used through getfixturevalue).
-from .test_sources import s3, s3_endpoint  # noqa: F401
+from .recordings.test_sources import s3, s3_endpoint  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -130,8 +130,8 @@ def test_the_example_runs(example: Example, monkeypatch: pytest.MonkeyPatch, req
 
 
 def run_with_a_local_server(example: Example, monkeypatch: pytest.MonkeyPatch) -> str:
+    from .providers.test_adapters import TEXT
     from .sse_server import SSE, SSEServer, openai_events
-    from .test_adapters import TEXT
 
     with SSEServer() as server:
         server.script(SSE(openai_events(TEXT)))
@@ -144,8 +144,8 @@ def run_with_a_local_server(example: Example, monkeypatch: pytest.MonkeyPatch) -
 
 
 def run_with_s3(example: Example, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
-    from .conftest import SESSIONS
-    from .test_sources import zst
+    from .data import SESSIONS
+    from .recordings.test_sources import zst
 
     bucket = request.getfixturevalue("s3")
     urls = re.findall(r"s3://bucket/[^\"\s]+", example.code)

@@ -16,7 +16,7 @@ import pytest
 
 import streamfsm as sf
 
-from ..conftest import SEED_CHUNKS
+from ..data import SEED_CHUNKS
 
 BLANK_RUNS = {
     "empty": [b""] * 5,

@@ -14,8 +14,8 @@ import pytest
 import streamfsm as sf
 from streamfsm import _cli
 
-from ..conftest import SEED_CHUNKS
-from ..test_cli import jsonl
+from ..data import SEED_CHUNKS
+from ..recordings.test_cli import jsonl
 
 E = sf.ErrorCode
 
@@ -115,9 +115,7 @@ def test_an_async_iterable_given_to_assemble_names_aassemble() -> None:
 def test_an_async_iterable_given_to_validate_names_avalidate() -> None:
     with pytest.raises(TypeError) as info:
         list(sf.validate(chunks()))  # type: ignore[arg-type]
-    assert str(info.value).endswith(
-        "is an async iterable: read it with async for chunk in sf.avalidate(...)"
-    )
+    assert str(info.value).endswith("is an async iterable: read it with async for chunk in sf.avalidate(...)")
 
 
 def test_a_sync_iterable_given_to_the_async_entry_points_names_the_sync_ones() -> None:

@@ -27,7 +27,7 @@ with atheris.instrument_imports(include=["streamfsm"]):
     import streamfsm as sf
 
 from tests.builders import agree
-from tests.test_properties import outcome, reference, same_as_reference
+from tests.protocol.test_properties import outcome, reference, same_as_reference
 
 POLICIES = (sf.Policy.STRICT, sf.Policy.HARNESS)
 TYPES = ("block-start", "text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", "finish", "x")

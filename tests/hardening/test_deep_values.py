@@ -24,7 +24,7 @@ import streamfsm as sf
 from streamfsm._quote import QUOTE_MAX, quote
 from streamfsm._recordings import ECHO_BYTES
 
-from ..conftest import MORE_PROVIDER_STREAMS
+from ..data import MORE_PROVIDER_STREAMS
 
 #: Deeper than Python's recursion limit, within orjson's 1,024 levels.
 DEPTH = 1_020

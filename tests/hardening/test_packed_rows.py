@@ -23,8 +23,8 @@ import streamfsm as sf
 from streamfsm import _recordings
 from streamfsm._chunk_rows import SCAN_BYTES, MalformedRow, expand_row, scan_row
 
-from ..conftest import SESSIONS
-from ..test_reader import MALFORMED
+from ..data import SESSIONS
+from ..recordings.test_reader import MALFORMED
 
 ROW_TYPES = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
 

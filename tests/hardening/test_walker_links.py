@@ -21,7 +21,7 @@ import pytest
 from streamfsm import _sources
 from streamfsm._recordings import NOT_JSON_SHOWN
 
-from ..conftest import SEED_CHUNKS
+from ..data import SEED_CHUNKS
 
 SECRET = "OPENAI_API_KEY=sk-proj-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL"
 

@@ -26,6 +26,7 @@ def streams(out: str) -> list[dict[str, Any]]:
     """The stream objects of ``check --json`` output (its file and summary objects left out)."""
     return [o for o in (orjson.loads(line) for line in out.splitlines()) if o["kind"] == "stream"]
 
+
 #: The JSON-lines recordings of two turns: their converting function, and each turn's finish.
 TWO_TURNS: dict[str, tuple[Callable[..., Iterator[Any]], list[str]]] = {
     "chat-two-turns.jsonl": (sf.from_openai_chunks, ["tool-calls", "max-tokens"]),
@@ -117,6 +118,7 @@ def test_a_turn_spliced_into_another_is_malformed(name: str, tmp_path: Path) -> 
 def test_a_chat_server_that_mints_an_id_a_chunk_gives_one_turn() -> None:
     """llama.cpp's server (until 2024), LiteLLM's proxy for some providers and Foundry Local give each chunk an id
     of its own; the usage chunk after the finish reason too. That is one response, not a splice nor a turn."""
+
     def chunk(n: int, **fields: Any) -> dict[str, Any]:
         return {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", **fields}
 

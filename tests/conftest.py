@@ -1,20 +1,30 @@
-"""What every test may ask for: the seed stream as a fixture, the local SSE server, and the service markers."""
+"""What every test may ask for: the seed stream, the local SSE server, the S3 server, and the service markers."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .data import SEED_CHUNKS
+from .s3_server import s3, s3_endpoint  # noqa: F401  (fixtures offered to every test)
+from .sse_server import SSEServer
 
 
 @pytest.fixture
 def seed_chunks() -> list[dict[str, Any]]:
     """A fresh deep copy of the seed example stream, safe to mutate."""
     return copy.deepcopy(SEED_CHUNKS)
+
+
+@pytest.fixture
+def server() -> Iterator[SSEServer]:
+    """A scripted SSE server on 127.0.0.1 (tests/sse_server.py) for one test; its handler's errors fail the test."""
+    with SSEServer() as running:
+        yield running
 
 
 # -- tests that start a service of their own: run unless the option that skips them is given --------------------

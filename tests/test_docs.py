@@ -20,9 +20,6 @@ import pytest
 
 import streamfsm as sf
 
-# The s3 examples' stand-in: a bucket of their own on moto's server (fixtures, used through getfixturevalue).
-from .recordings.test_sources import s3, s3_endpoint  # noqa: F401
-
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")

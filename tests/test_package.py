@@ -17,7 +17,7 @@ import pytest
 
 import streamfsm as sf
 
-from .recordings.test_cli import child_env
+from .cli_support import child_env
 
 INIT = Path(sf.__file__).read_text(encoding="utf-8")
 

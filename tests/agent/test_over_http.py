@@ -11,18 +11,10 @@ import json
 import time
 from typing import Any
 
-import pytest
-
 import streamfsm as sf
 
 from ..agent_support import SEED_READS, FakeClock, collect, kinds, run, wire
 from ..sse_server import SSE, Reply, SSEServer, anthropic_events, openai_events
-
-
-@pytest.fixture
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
 
 
 def delta(**fields: Any) -> dict[str, Any]:

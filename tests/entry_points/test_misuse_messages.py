@@ -14,8 +14,8 @@ import pytest
 import streamfsm as sf
 from streamfsm import _cli
 
+from ..cli_support import jsonl
 from ..data import SEED_CHUNKS
-from ..recordings.test_cli import jsonl
 
 E = sf.ErrorCode
 

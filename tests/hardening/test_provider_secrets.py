@@ -4,7 +4,7 @@ of it. Over real HTTP on 127.0.0.1, through the Gemini, Responses and chat adapt
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -23,12 +23,6 @@ ASK = sf.GenerateOptions(model="m", messages=(sf.UserMessage(content="hi"),))
 def leaks(text: str, key: str = KEY) -> list[str]:
     """Every piece of 6 characters or more of ``key`` that ``text`` holds."""
     return [key[i : i + 6] for i in range(len(key) - 5) if key[i : i + 6] in text]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SSEServer]:
-    with SSEServer() as running:
-        yield running
 
 
 ADAPTERS: dict[str, Callable[[str], sf.LlmAdapter]] = {

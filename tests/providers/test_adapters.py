@@ -24,12 +24,6 @@ ANTHROPIC_TOOL = anthropic_recording(PROVIDER_STREAMS / "anthropic-messages" / "
 ASK = sf.GenerateOptions(model="deepseek-reasoner", messages=(sf.UserMessage(content="What is the weather?"),))
 
 
-@pytest.fixture
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
-
-
 async def collect(adapter: sf.LlmAdapter, options: sf.GenerateOptions = ASK) -> list[sf.StreamChunk]:
     return [chunk async for chunk in adapter.generate(options)]
 

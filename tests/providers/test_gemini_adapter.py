@@ -30,12 +30,6 @@ def events(chunks: list[dict[str, Any]]) -> list[str]:
     return [f"data: {orjson.dumps(c).decode()}" for c in chunks]
 
 
-@pytest.fixture
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
-
-
 async def collect(adapter: sf.LlmAdapter, options: sf.GenerateOptions = ASK) -> list[sf.StreamChunk]:
     return [c async for c in adapter.generate(options)]
 

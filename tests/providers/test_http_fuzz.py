@@ -23,7 +23,6 @@ import zlib
 from typing import Any
 
 import orjson
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -215,12 +214,6 @@ def responses(draw: st.DrawFn, valid: list[str]) -> list[bytes | float]:
         if pause:
             pieces.append(pause)
     return pieces
-
-
-@pytest.fixture(scope="module")
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
 
 
 def adapter(kind: str, url: str) -> sf.LlmAdapter:

@@ -54,12 +54,6 @@ ADAPTERS = [pytest.param(openai, id="openai"), pytest.param(anthropic, id="anthr
 Make = Callable[..., Any]
 
 
-@pytest.fixture
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
-
-
 async def drain(adapter: sf.LlmAdapter, options: sf.GenerateOptions = ASK) -> list[sf.StreamChunk]:
     return [chunk async for chunk in adapter.generate(options)]
 

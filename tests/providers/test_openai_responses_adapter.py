@@ -37,12 +37,6 @@ def events(recorded: Iterable[Mapping[str, Any]]) -> list[str]:
     return [f"event: {e['type']}\ndata: {orjson.dumps(e).decode()}" for e in recorded]
 
 
-@pytest.fixture
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
-
-
 async def collect(adapter: sf.LlmAdapter, options: sf.GenerateOptions = ASK) -> list[sf.StreamChunk]:
     return [chunk async for chunk in adapter.generate(options)]
 

@@ -37,12 +37,6 @@ from .test_anthropic_blocks import (
 from .test_converters import USAGE, chunk, openai_recording
 
 
-@pytest.fixture
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
-
-
 def generate(adapter: sf.LlmAdapter, messages: tuple[sf.Message, ...], model: str = "claude") -> sf.StreamResult:
     options = sf.GenerateOptions(model=model, messages=messages)
     return asyncio.run(sf.aassemble(adapter.generate(options)))

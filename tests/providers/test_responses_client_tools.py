@@ -102,12 +102,6 @@ def assemble(events: list[dict[str, Any]]) -> sf.StreamResult:
     return sf.assemble(sf.from_openai_responses_events(events), policy=sf.Policy.STRICT)
 
 
-@pytest.fixture
-def server() -> Any:
-    with SSEServer() as running:
-        yield running
-
-
 # --- Conversion -----------------------------------------------------------------------------------------
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from streamfsm import _cli
 
+from ..cli_support import jsonl, on_a_terminal, run
 from ..data import SEED_CHUNKS, SESSIONS
-from .test_cli import jsonl, on_a_terminal, run
 
 #: A session log with its header and no model turn: it records no stream.
 NO_TURN = SESSIONS / "acp-agent--goal-snapshots--goal-round-driver.jsonl"

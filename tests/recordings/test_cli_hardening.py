@@ -32,9 +32,9 @@ from streamfsm import _cli
 from streamfsm._check import UNSAFE, printable
 from streamfsm._lines import MAX_LINE_BYTES, LineTooLong, bounded_lines
 
+from ..cli_support import child_env, console_script, jsonl, run
 from ..data import SEED_CHUNKS, SESSIONS
 from ..sse_server import SSE, SSEServer, openai_events
-from .test_cli import child_env, console_script, jsonl, run
 
 #: The address space a child may take (a bound on its memory): the longest line, twice, and room to start.
 CHILD_MEMORY = 2 * MAX_LINE_BYTES + 768 * 1024 * 1024

@@ -27,8 +27,8 @@ from streamfsm._check import check_source
 from streamfsm._config import Policy
 from streamfsm._corpus import Packed, batches, packed_batch, reports, shipped_batch
 
+from ..cli_support import command, jsonl, run
 from ..data import FIXTURES, SEED_CHUNKS, SESSIONS
-from .test_cli import command, jsonl, run
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ def run_with_a_local_server(example: Example, monkeypatch: pytest.MonkeyPatch) -
 
 def run_with_s3(example: Example, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
     from .data import SESSIONS
-    from .recordings.test_sources import zst
+    from .recordings.test_reader import zst
 
     bucket = request.getfixturevalue("s3")
     urls = re.findall(r"s3://bucket/[^\"\s]+", example.code)

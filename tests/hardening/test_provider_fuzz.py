@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,8 +20,9 @@ from hypothesis import strategies as st
 
 import streamfsm as sf
 
+from ..data import FIXTURES
+
 EXAMPLES = int(os.environ.get("STREAMFSM_PROVIDER_FUZZ_EXAMPLES", "300"))
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 CONVERTERS: dict[str, Callable[[Iterable[Any]], Any]] = {
     "openai-chat": sf.from_openai_chunks,

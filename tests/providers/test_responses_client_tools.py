@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -16,9 +15,10 @@ import pytest
 import streamfsm as sf
 
 from ..agent_support import collect, kinds
+from ..data import FIXTURES as ALL_FIXTURES
 from ..sse_server import SSE, SSEServer
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "responses-tools"
+FIXTURES = ALL_FIXTURES / "responses-tools"
 USAGE = {"input_tokens": 20, "output_tokens": 6}
 
 LOCAL_SHELL = {

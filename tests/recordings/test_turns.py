@@ -16,9 +16,10 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm import _cli
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from ..cli_support import run
+from ..data import FIXTURES
+
 TURNS = FIXTURES / "turns"
 
 
@@ -49,12 +50,6 @@ def path_of(name: str) -> Path:
 
 def events_of(name: str) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path_of(name).read_bytes().splitlines() if line.strip()]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = _cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_the_recordings_are_here() -> None:

@@ -1,7 +1,8 @@
 """The wire vocabulary of SPEC §1 as builders, and the stream runners that the rule, code and policy tests share:
 among them every entry point of SPEC §5, run over one stream and required to agree (:func:`agree`).
 
-Field values are typed ``object`` on purpose: ``test_codes.py`` builds deliberately malformed chunks with them.
+Field values are typed ``object`` on purpose: ``tests/protocol/test_codes.py`` builds deliberately malformed chunks
+with them.
 The constants are shared by every module that imports them; no test may mutate them.
 """
 

@@ -1,8 +1,8 @@
 """The agent loop: turns, tools and the conversation, over a scripted adapter (no network, no real time).
 
-Retries live in ``test_agent_retry.py``, cancellation, timeouts and budgets in ``test_agent_cancel.py``, hooks,
-metrics and logging in ``test_agent_observe.py``, the HTTP end-to-end run in ``test_agent_e2e.py``. Every run's
-output goes through the flat validator (``collect``).
+Retries live in ``test_retry.py``, cancellation, timeouts and budgets in ``test_cancel.py``, hooks, metrics and
+logging in ``test_observe.py``, the HTTP end-to-end run in ``test_over_http.py`` (all in ``tests/agent/``). Every
+run's output goes through the flat validator (``collect``).
 """
 
 from __future__ import annotations

@@ -1033,7 +1033,7 @@ def test_a_foreign_exception_is_wrapped_one_way() -> None:
 def test_upstream_exceptions_become_coded_errors(seed_chunks: Chunks) -> None:
     """The upstream's own LlmError passes through; any other exception is UNKNOWN, raised from it.
 
-    (Every entry point, timeouts and cancellation: ``test_upstream.py``.)
+    (Every entry point, timeouts and cancellation: ``tests/entry_points/test_upstream_failures.py``.)
     """
     dropped = ConnectionError("dropped")
     limited = sf.LlmError("slow down", "RATE_LIMIT")

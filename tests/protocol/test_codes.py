@@ -102,7 +102,7 @@ ADAPTER_CODES = [
     "UNKNOWN",
     "BUDGET_EXCEEDED",
 ]
-#: The agent loop's flat stream (seed 001; tests/test_flat.py).
+#: The agent loop's flat stream (seed 001; tests/agent/test_flat_stream.py).
 FLAT_CODES = [
     "CHUNK_AFTER_DONE",
     "CHUNK_AFTER_ERROR",

@@ -1,6 +1,6 @@
 """Messages, word for word: each says what came, what was expected instead, and the state it came in.
 
-``test_codes.py`` checks that a message holds the words that matter; this module pins every kind of
+``tests/protocol/test_codes.py`` checks that a message holds the words that matter; this module pins every kind of
 message the machine writes (one case a message and variant: no block or several open, values cut at
 40 characters, a mapping that cannot be read, ...), as the first error and as the error every later
 call repeats, through ``feed`` and ``feed_many`` (and the same from every other entry point, with the state the
@@ -506,7 +506,7 @@ def test_the_message_of_a_truncated_stream(policy: sf.Policy, chunks: list[Any],
 
 
 #: (policy, raw_arguments, an accepted stream, its notes as (code, position, message); how often each came is
-#: test_harness.py's business)
+#: tests/protocol/test_policy.py's business)
 NOTES: dict[str, tuple[sf.Policy, bool, list[Any], list[tuple[sf.ErrorCode, int, str]]]] = {
     "interleaved blocks, one of an unknown type, a finish of an unknown kind": (
         H, False,

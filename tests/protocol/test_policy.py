@@ -477,7 +477,7 @@ def test_harness_interrupts_every_open_block_at_a_cut_off_finish() -> None:
 
 #: (stream valid under HARNESS only, (code, position) STRICT refuses it with, HARNESS's to_wire(),
 #: HARNESS's notes as (code, position, count); a count of None is not checked here: how a block-end that repeats
-#: what its block-start or deltas were noted for counts is test_harness.py's business).
+#: what its block-start or deltas were noted for counts is the business of the second part of this module).
 KEPT = [
     pytest.param(
         [*TEXT, start(1, "video"), end_block(1, {"type": "video", "frames": [{"t": 0}], "codec": None}), U, STOP],

@@ -416,7 +416,7 @@ def sources(draw: st.DrawFn, policy: Policy | None = None, *, interleave: bool |
     if kind in FINISH_KINDS:
         sent = with_extras(draw, sent, "reason")
     else:  # SPEC §4: a kind not known is kept as it came, with its fields
-        # (fields that are null, or one named failure, are pinned in tests/test_harness.py)
+        # (fields that are null, or one named failure, are pinned in tests/protocol/test_policy.py)
         fields = st.dictionaries(
             st.text(max_size=6).filter(lambda k: k not in ("kind", "failure")),
             json_values.filter(lambda v: v is not None),

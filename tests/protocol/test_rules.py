@@ -4,7 +4,7 @@ Every case is data: a stream of chunk dicts (SPEC §1) and what the contract say
 under ``Policy.STRICT`` and ``Policy.HARNESS`` alike unless the case says otherwise (SPEC §4: HARNESS
 does not hold rule 3's no-interleaving, rule 5's one-block-per-id and JSON-object arguments, rule 6's
 required usage, nor rule 8; what it accepts of those it keeps, and notes what STRICT would have refused).
-The exhaustive table of codes and their precedence lives in ``test_codes.py``; this module is about
+The exhaustive table of codes and their precedence lives in ``tests/protocol/test_codes.py``; this module is about
 the rules themselves and about what an accepted stream assembles to (SPEC §5).
 """
 
@@ -923,7 +923,7 @@ def test_usage_while_a_block_is_open_then_only_finish(policy: Policy) -> None:
     assert reject([*head, text_delta(0, "t")], policy, check_index=True).code == ErrorCode.CHUNK_AFTER_USAGE
 
 
-# -- the stream-wide byte limit, met exactly (the chunk past it: test_messages.py, test_bounds.py) -------------
+# -- the stream-wide byte limit, met exactly (the chunk past it: test_messages.py, hardening/test_input_bounds.py) ---
 
 AT_THE_STREAM_LIMIT = {
     # 30 bytes: deltas counted as they come, then a block without deltas counted at its end.

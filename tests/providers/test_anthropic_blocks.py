@@ -165,7 +165,7 @@ def test_the_recordings_are_there() -> None:
 def test_every_recorded_turn_converts_with_exactly_its_content(events: list[dict[str, Any]]) -> None:
     expected = Expected(events)
     result = assemble(events)
-    if expected.cut:  # a tool call cut by max_tokens: interrupted (tests/test_converters.py says how)
+    if expected.cut:  # a tool call cut by max_tokens: interrupted (tests/providers/test_converters.py says how)
         assert result.finish.kind == "max-tokens" and result.interrupted
         return
     check(result, expected)

@@ -27,7 +27,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, is_position, malformed, non_negative_int
 from .replay import Keeper, by_position, json_size, kept_blocks
 from .secrets import check_headers
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -261,7 +261,7 @@ class AnthropicConverter:
 
     def _start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         position = event.get("index")
-        if isinstance(position, bool) or not isinstance(position, int) or position in self.blocks:
+        if not is_position(position) or position in self.blocks:
             raise malformed(f"content_block_start with a bad or repeated index {quote(position)}")
         if self.open is not None:
             raise malformed(f"content block {position} started while another block is open")

@@ -21,7 +21,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, is_position, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -203,7 +203,7 @@ class _Slot:
 
 def _index(body: Mapping[str, Any], event: str) -> int:
     index = body.get("contentBlockIndex")
-    if type(index) is not int or index < 0:
+    if not is_position(index):
         raise malformed(f"{event} with a bad contentBlockIndex {quote(index)}")
     return index
 

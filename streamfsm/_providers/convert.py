@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeGuard
 
 import orjson
 
@@ -70,6 +70,12 @@ def non_negative_int(value: object, field: str) -> int:
     if int(value) != value:
         raise malformed(f"usage field {field!r} must be an integer, got {quote(value)}")
     return int(value)
+
+
+def is_position(value: object) -> TypeGuard[int]:
+    """Whether a provider's index of a block, call or item is one: an int from 0 to 2^53-1. A bigger one is no
+    position any stream reaches, and past 4,300 digits it could not even be written into a message."""
+    return type(value) is int and 0 <= value <= MAX_INT
 
 
 def finish_reason(reason: str, known: Mapping[str, WireFinishReason], field: str) -> WireFinishReason:

@@ -26,7 +26,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .base import HttpAdapter
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import another_turn, closing, convert, finish_reason, malformed, non_negative_int
+from .convert import another_turn, closing, convert, finish_reason, is_position, malformed, non_negative_int
 from .held import BlockQueue
 from .replay import Keeper, KeptBlock, by_position, json_size, kept_blocks
 from .sse import DEFAULT_MAX_EVENT_BYTES
@@ -259,8 +259,8 @@ class OpenAIConverter:
         position = call.get("index")
         if position is None:  # a server that sends calls whole, without an index
             position = self.positions.get(call_id, len(self.calls)) if isinstance(call_id, str) else len(self.calls)
-        if isinstance(position, bool) or not isinstance(position, int):
-            raise malformed(f"tool call index must be an integer, got {quote(position)}")
+        if not is_position(position):
+            raise malformed(f"tool call index must be an integer from 0 to 2^53-1, got {quote(position)}")
         block = self.calls.get(position)
         if block is None:
             name = function.get("name")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 #: The recordings the tests replay, kept in the repository with their licenses (see fixtures/README.md).
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SESSIONS = FIXTURES / "harness-sessions"
@@ -38,3 +40,8 @@ SEED_CHUNKS: list[dict[str, Any]] = [
     {"type": "usage", "usage": {"inputTokens": 100, "outputTokens": 50}},
     {"type": "finish", "reason": {"kind": "stop"}},
 ]
+
+
+def recording(path: Path) -> list[dict[str, Any]]:
+    """The events of a recording kept as JSON lines, one object a line (blank lines skipped)."""
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]

@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -115,6 +115,16 @@ def openai_events(chunks: Iterable[Mapping[str, Any]], *, done: bool = True) -> 
 def anthropic_events(events: Iterable[Mapping[str, Any]]) -> list[str]:
     """``event:``/``data:`` pairs of Messages API events."""
     return [f"event: {event['type']}\ndata: {orjson.dumps(event).decode()}" for event in events]
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 2.0) -> bool:
+    """Whether ``condition()`` holds within ``seconds`` (polled): what the server notices comes a moment later."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return condition()
 
 
 class SSEServer:

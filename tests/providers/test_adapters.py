@@ -6,7 +6,6 @@ import asyncio
 import datetime
 import email.utils
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 import streamfsm as sf
 
 from ..data import PROVIDER_STREAMS
-from ..sse_server import SSE, Reply, SSEServer, anthropic_events, openai_events
+from ..sse_server import SSE, Reply, SSEServer, anthropic_events, openai_events, wait_for
 from .test_converters import anthropic_recording, openai_recording
 
 E = sf.ErrorCode
@@ -265,15 +264,6 @@ def test_a_failure_before_streaming_leaves_the_machine_untouched(server: SSEServ
 # --- Cancellation -----------------------------------------------------------------------------------
 
 SLOW = SSE(openai_events(TEXT * 5), delay=0.01)
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 2.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return condition()
 
 
 def test_abort_tears_the_request_down_at_once(server: SSEServer) -> None:

@@ -21,15 +21,12 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm._providers.bedrock import bedrock_failure, from_bedrock_events
 
-from ..data import MORE_PROVIDER_STREAMS
+from ..data import MORE_PROVIDER_STREAMS, recording
+from .support import split
 
 E = sf.ErrorCode
 BEDROCK = MORE_PROVIDER_STREAMS / "bedrock"
 FILES = sorted(BEDROCK.glob("*.jsonl"))
-
-
-def recording(path: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
 def assemble(events: Iterable[Any], policy: sf.Policy = sf.Policy.STRICT) -> sf.StreamResult:
@@ -465,11 +462,6 @@ def test_what_cannot_be_converted_is_a_coded_error(events: list[Any], code: sf.E
 
 
 # --- Any split of the deltas --------------------------------------------------------------------------
-
-
-def split(draw: st.DrawFn, text: str) -> list[str]:
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=6)))
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
 @st.composite

@@ -19,15 +19,12 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm._providers.cohere import from_cohere_events
 
-from ..data import MORE_PROVIDER_STREAMS
+from ..data import MORE_PROVIDER_STREAMS, recording
+from .support import split
 
 E = sf.ErrorCode
 COHERE = MORE_PROVIDER_STREAMS / "cohere"
 FILES = sorted(COHERE.glob("*.jsonl"))
-
-
-def recording(path: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
 def assemble(events: Iterable[Any], policy: sf.Policy = sf.Policy.STRICT) -> sf.StreamResult:
@@ -327,11 +324,6 @@ def test_text_after_the_next_block_began_is_refused() -> None:
 
 
 # --- Any split of the deltas --------------------------------------------------------------------------
-
-
-def split(draw: st.DrawFn, text: str) -> list[str]:
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=6)))
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
 @st.composite

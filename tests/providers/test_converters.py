@@ -7,7 +7,7 @@ converters: the text, reasoning and tool calls the provider sent must come out o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import streamfsm as sf
 from streamfsm._providers.http import read_sse
 
 from ..data import MORE_PROVIDER_STREAMS, PROVIDER_STREAMS
+from .support import async_items
 
 E = sf.ErrorCode
 OPENAI = PROVIDER_STREAMS / "openai-chat"
@@ -377,14 +378,9 @@ def test_arguments_after_the_next_block_began_are_refused() -> None:
     assert caught.value.code == E.MALFORMED_RESPONSE
 
 
-async def _aiter(items: list[Any]) -> AsyncIterator[Any]:
-    for item in items:
-        yield item
-
-
 def test_async_input_gives_async_output() -> None:
     events = openai_recording(OPENAI / "deepseek-tool-call.jsonl")
-    result = asyncio.run(sf.aassemble(sf.from_openai_chunks(_aiter(events))))
+    result = asyncio.run(sf.aassemble(sf.from_openai_chunks(async_items(events))))
     assert result == sf.assemble(sf.from_openai_chunks(events))
 
 

@@ -23,18 +23,14 @@ import streamfsm as sf
 from streamfsm._providers.gemini import from_gemini_chunks, gemini_usage
 from streamfsm._providers.gemini_arguments import ArgumentWriter, parse_path
 
-from ..data import MORE_PROVIDER_STREAMS
+from ..data import MORE_PROVIDER_STREAMS, recording
+from .support import async_items
 
 E = sf.ErrorCode
 GEMINI = MORE_PROVIDER_STREAMS / "gemini"
 FILES = sorted(GEMINI.glob("*.jsonl"))
 USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def recording(path: Path) -> list[dict[str, Any]]:
-    """The GenerateContentResponse objects of a recording, one per line."""
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
 def chunk(
@@ -203,11 +199,6 @@ def test_sdk_objects_keep_the_order_of_the_arguments_and_kept_parts() -> None:
     assert list(result(objects).kept[0].data) == ["executableCode", "thoughtSignature"]
 
 
-async def _aiter(items: Iterable[Any]) -> AsyncIterator[Any]:
-    for item in items:
-        yield item
-
-
 async def _collect(chunks: AsyncIterator[sf.StreamChunk]) -> list[sf.StreamChunk]:
     return [c async for c in chunks]
 
@@ -216,8 +207,8 @@ async def _collect(chunks: AsyncIterator[sf.StreamChunk]) -> list[sf.StreamChunk
 def test_async_input_gives_the_same_chunks(path: Path) -> None:
     events = recording(path)
     objects = [types.GenerateContentResponse.model_validate(event) for event in events]
-    assert asyncio.run(_collect(from_gemini_chunks(_aiter(events)))) == run(events)
-    assert asyncio.run(_collect(from_gemini_chunks(_aiter(objects)))) == run(events)
+    assert asyncio.run(_collect(from_gemini_chunks(async_items(events)))) == run(events)
+    assert asyncio.run(_collect(from_gemini_chunks(async_items(objects)))) == run(events)
 
 
 # --- Text, reasoning and signatures -----------------------------------------------------------------

@@ -13,10 +13,9 @@ import streamfsm as sf
 from streamfsm._providers.gemini import from_gemini_chunks
 from streamfsm._providers.gemini_adapter import GeminiAdapter
 
-from ..data import MORE_PROVIDER_STREAMS
-from ..sse_server import SSE, Reply, SSEServer
-from .test_adapters import wait_for
-from .test_gemini import USAGE, call, chunk, end, recording
+from ..data import MORE_PROVIDER_STREAMS, recording
+from ..sse_server import SSE, Reply, SSEServer, wait_for
+from .test_gemini import USAGE, call, chunk, end
 
 E = sf.ErrorCode
 TOOL_CALL = recording(MORE_PROVIDER_STREAMS / "gemini" / "google-tool-call.jsonl")

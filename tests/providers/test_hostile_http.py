@@ -28,7 +28,7 @@ import pytest
 import streamfsm as sf
 
 from ..agent_support import collect, wire
-from ..sse_server import SSE, Raw, Reply, SSEServer, anthropic_events, chunked, head, openai_events
+from ..sse_server import SSE, Raw, Reply, SSEServer, anthropic_events, chunked, head, openai_events, wait_for
 
 E = sf.ErrorCode
 KiB, MiB = 1024, 1024 * 1024
@@ -485,7 +485,7 @@ def test_the_deadline_ends_a_body_whose_reads_never_wait(server: SSEServer) -> N
     started = time.monotonic()
     error = failure(openai(server.url, deadline=0.3))
     assert error.code == E.TIMEOUT and time.monotonic() - started < 10
-    assert wait_for(lambda: server.active == 0)
+    assert wait_for(lambda: server.active == 0, 5.0)
 
 
 def test_the_deadline_passes_while_the_consumer_is_busy(server: SSEServer) -> None:
@@ -499,7 +499,7 @@ def test_the_deadline_passes_while_the_consumer_is_busy(server: SSEServer) -> No
     with pytest.raises(sf.LlmError) as caught:
         asyncio.run(consume())
     assert caught.value.code == E.TIMEOUT
-    assert wait_for(lambda: server.active == 0)
+    assert wait_for(lambda: server.active == 0, 5.0)
 
 
 def test_a_deadline_bounds_listing_models(server: SSEServer) -> None:
@@ -515,15 +515,6 @@ def test_a_deadline_must_be_positive() -> None:
         openai("http://127.0.0.1:9", max_event_bytes=0)
 
 
-def wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
-
-
 def test_abort_ends_a_body_whose_reads_never_wait(server: SSEServer) -> None:
     server.script(fast_and_endless())
     controller = sf.AbortController()
@@ -531,7 +522,7 @@ def test_abort_ends_a_body_whose_reads_never_wait(server: SSEServer) -> None:
     started = time.monotonic()
     error = failure(openai(server.url), ASK.model_copy(update={"signal": controller.signal}))
     assert error.code == E.ABORTED and time.monotonic() - started < 10
-    assert wait_for(lambda: server.active == 0)
+    assert wait_for(lambda: server.active == 0, 5.0)
 
 
 def test_abort_ends_the_reading_of_an_error_body(server: SSEServer) -> None:

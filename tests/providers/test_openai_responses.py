@@ -7,7 +7,7 @@ The expected content of a recording is derived here from its raw events (the fin
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +20,13 @@ import streamfsm as sf
 from streamfsm._providers.openai_responses import OpenAIResponsesConverter, from_openai_responses_events
 from streamfsm._providers.replay import kept_blocks
 
-from ..data import MORE_PROVIDER_STREAMS
+from ..data import MORE_PROVIDER_STREAMS, recording
+from .support import async_items, split
 
 E = sf.ErrorCode
 RESPONSES = MORE_PROVIDER_STREAMS / "openai-responses"
 FILES = sorted(RESPONSES.glob("*.jsonl"))
 CONVERTED = [path for path in FILES if path.name != "openai-error.1.jsonl"]
-
-
-def recording(path: Path) -> list[dict[str, Any]]:
-    """The events of a recorded Responses stream, one JSON object per line."""
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
 def convert(events: Iterable[Any], policy: sf.Policy = sf.Policy.STRICT) -> sf.StreamResult:
@@ -533,14 +529,9 @@ def test_unknown_events_are_skipped() -> None:
 # --- Input forms: async, the SDK's objects ------------------------------------------------------------
 
 
-async def _aiter(items: Iterable[Any]) -> AsyncIterator[Any]:
-    for item in items:
-        yield item
-
-
 def test_async_input_gives_async_output() -> None:
     events = recording(RESPONSES / "lmstudio-tool-call.1.jsonl")
-    result = asyncio.run(sf.aassemble(from_openai_responses_events(_aiter(events))))
+    result = asyncio.run(sf.aassemble(from_openai_responses_events(async_items(events))))
     assert result == convert(events)
 
 
@@ -628,11 +619,6 @@ def test_validated_sdk_events_convert() -> None:
 
 
 # --- Properties ---------------------------------------------------------------------------------------
-
-
-def split(draw: st.DrawFn, text: str) -> list[str]:
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=6)))
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
 @st.composite

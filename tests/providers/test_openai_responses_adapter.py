@@ -4,8 +4,7 @@ failures, aborting, and a conversation sent back turn after turn."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -15,8 +14,9 @@ import streamfsm as sf
 from streamfsm._providers.openai_responses import from_openai_responses_events
 from streamfsm._providers.openai_responses_adapter import OpenAIResponsesAdapter
 
-from ..sse_server import SSE, Reply, SSEServer
-from .test_openai_responses import RESPONSES, recording
+from ..data import recording
+from ..sse_server import SSE, Reply, SSEServer, wait_for
+from .test_openai_responses import RESPONSES
 
 E = sf.ErrorCode
 TEXT = recording(RESPONSES / "xai-text-with-reasoning-streaming.1.jsonl")
@@ -203,15 +203,6 @@ def test_the_bounds_hold(server: SSEServer) -> None:
 
 
 # --- Cancellation -------------------------------------------------------------------------------------
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 2.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return condition()
 
 
 def test_abort_tears_the_request_down(server: SSEServer) -> None:

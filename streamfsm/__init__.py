@@ -97,15 +97,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ be
         from_openai_responses_events,
         read_turns,
     )
+    from ._reader import open_recordings, read_recordings, read_session
     from ._recordings import (
         FORMATS,
         RecordedStream,
         RecordingSource,
         UnknownFormat,
         detect_format,
-        open_recordings,
-        read_recordings,
-        read_session,
     )
     from ._retry import AgentLimits, RetryPolicy
     from ._shape import InvalidLine
@@ -213,15 +211,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "read_turns",
     ),
     "_lines": ("iter_lines",),
+    "_reader": ("open_recordings", "read_recordings", "read_session"),
     "_recordings": (
         "FORMATS",
         "RecordedStream",
         "RecordingSource",
         "UnknownFormat",
         "detect_format",
-        "open_recordings",
-        "read_recordings",
-        "read_session",
     ),
     "_retry": ("AgentLimits", "RetryPolicy"),
     "_shape": ("InvalidLine",),

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm._recordings import MalformedRow, expand_row
+from streamfsm._chunk_rows import MalformedRow, expand_row
 
 from .conftest import PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS
 

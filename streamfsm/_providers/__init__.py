@@ -2,9 +2,10 @@
 
 Modelled on httpx's ``_transports``: flat modules, private to streamfsm, whose public names are re-exported
 here and, from here, by :mod:`streamfsm` (import them from there). The dependency goes one way: this package
-imports the core (the adapter contract in ``streamfsm/_adapter.py``, the chunk types, the errors); the core
-does not import it, except ``streamfsm/__init__.py`` to re-export it and the recordings reader, which imports
-a converter when it reads a provider recording.
+imports the core (the adapter contract in ``streamfsm/_adapter.py``, the chunk types, the errors, what a
+recording is: ``streamfsm/_recordings.py``); the core does not import it. Above it stand ``streamfsm/__init__.py``,
+which re-exports it, and the one reader of recordings (``streamfsm/_reader.py``), which reads a provider's
+recording through ``recorded.py``.
 
 Every wire API has the same files, named for the API: ``<api>.py``, its sans-IO converter (the class, the
 ``from_<api>_<events>`` function and the usage reader), and ``<api>_adapter.py``, its HTTP adapter, where it has one
@@ -33,6 +34,8 @@ The shared pieces, each named for what it holds:
   as the JSON text of the arguments as they come (``ArgumentWriter``).
 - ``blocks.py``: ``ProviderBlock``, a block as it is converted (its chunks; whether a tool call's arguments
   are complete JSON yet).
+- ``recorded.py``: a recorded provider stream (an SSE body, or its events as JSON lines) read for the one reader:
+  parsed by ``sse.py`` as a live body is, converted turn by turn, each chunk knowing its event's line.
 - ``turns.py``: a recording of several turns, one stream per turn (:func:`read_turns`): each converter's
   ``begins_turn`` says where its API ends a turn, ``convert.Turns`` cuts there, for users and the reader.
 - ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
@@ -73,8 +76,9 @@ HTTP adapter, if any, in ``<api>_adapter.py``; they provide:
    ``self._converted(TheConverter(), path, body, options.signal, end)``.
    It imports ``httpx`` only under ``TYPE_CHECKING``: ``import streamfsm`` must work without the extra.
 
-Then its public names are re-exported below and by ``streamfsm/__init__.py``, the recordings reader
-(``streamfsm/_recordings.py``) learns its format, and the docs get a page for it (docs/guides/wire-apis/).
+Then its public names are re-exported below and by ``streamfsm/__init__.py``, ``streamfsm/_recordings.py``
+learns to tell its format (``FORMATS``, ``READERS``, its events), and the docs get a page for it
+(docs/guides/wire-apis/).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm import _cli
+from streamfsm import _cli, _cli_report
 
 from .conftest import FIXTURES, PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS
 
@@ -198,7 +198,7 @@ def test_a_long_chunk_is_shortened(capsys: pytest.CaptureFixture[str], tmp_path:
     status, out, _ = run(capsys, "check", str(path))
     assert status == 1
     chunk_line = out.splitlines()[1]
-    assert len(chunk_line) <= _cli.DEFAULT_WIDTH and chunk_line.endswith("\u2026")
+    assert len(chunk_line) <= _cli_report.DEFAULT_WIDTH and chunk_line.endswith("\u2026")
     status, out, _ = run(capsys, "check", "--json", str(path))
     assert len(reports(out)[0]["chunk"]) == 200
 
@@ -764,10 +764,10 @@ def test_the_progress_bar_shows_paths_as_they_are(tmp_path: Path) -> None:
 
 
 def test_the_plain_summary() -> None:
-    summary = _cli.Summary("strict", files=3, streams=4, ok=2, ok_files=1, unreadable=1, seconds=0.5)
+    summary = _cli_report.Summary("strict", files=3, streams=4, ok=2, ok_files=1, unreadable=1, seconds=0.5)
     summary.codes.update({"BLOCK_NOT_OPEN": 2})
     summary.code_files.update({"BLOCK_NOT_OPEN": 1})
-    text = _cli.format_summary(summary, _cli.Style(False))
+    text = _cli_report.format_summary(summary, _cli_report.Style(False))
     assert text.splitlines() == [
         "checked 4 streams in 3 files (policy strict) in 0.50 s: 2 ok, 2 invalid, 1 unreadable",
         "",

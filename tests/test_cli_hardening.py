@@ -28,7 +28,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm import _cli
+from streamfsm import _cli, _cli_report
 from streamfsm._check import UNSAFE, printable
 from streamfsm._lines import MAX_LINE_BYTES, LineTooLong, bounded_lines
 
@@ -105,13 +105,13 @@ def test_a_missing_name_that_is_not_utf8_is_complained_about_escaped(tmp_path: P
 def test_json_text_keeps_the_json_and_escapes_the_rest() -> None:
     value = {"text": HOSTILE, "path": NOT_UTF8, "n": [1, 2.5, None]}
     for indent in (False, True):
-        text = _cli.json_text(value, indent=indent)
+        text = _cli_report.json_text(value, indent=indent)
         assert not raw_unsafe(text)
         back = orjson.loads(text)
         assert back["text"] == HOSTILE  # escaping C1 and bidi changes nothing of the JSON's meaning
         assert back["path"] == NOT_UTF8_IN_JSON
         assert back["n"] == [1, 2.5, None]
-    assert _cli.json_text({"a": [1]}, indent=True) == '{\n  "a": [\n    1\n  ]\n}'
+    assert _cli_report.json_text({"a": [1]}, indent=True) == '{\n  "a": [\n    1\n  ]\n}'
 
 
 # -- 17: special files -------------------------------------------------------------------------------------------

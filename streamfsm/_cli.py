@@ -56,7 +56,8 @@ from ._config import Policy
 from ._corpus import SchedulerError, reports, stdin_bytes
 from ._machine import diagram
 from ._progress import progress
-from ._sources import STDIN, _inputs
+from ._sources import STDIN
+from ._walk import named_files
 
 if TYPE_CHECKING:  # imported when used: a Ctrl-C while they load is then inside main()
     import argparse
@@ -87,7 +88,7 @@ def _complain(text: str) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    inputs = _inputs(args.paths, follow_links=args.follow_links)
+    inputs = named_files(args.paths, follow_links=args.follow_links)
     for item in inputs:
         if item.skipped is not None:
             _complain(f"{item.path}: {item.skipped}")

@@ -123,6 +123,21 @@ def _split_pattern(pattern: str) -> tuple[str, list[str]]:
     return root, parts
 
 
+def _below(folder: str, within: str, follow_links: bool, unreadable: list[OSError]) -> Iterator[tuple[str, _Entry]]:
+    """Every name below ``folder``, folders and files, from the walker's listings (:func:`_listing`, bounded by
+    ``within``); a hidden name is neither given nor gone into."""
+    stack = [folder]
+    while stack:
+        here = stack.pop()
+        for name, entry in _listing(here, within, follow_links, unreadable):
+            if name.startswith("."):
+                continue
+            path = os.path.join(here, name)
+            if entry.kind == _DIR:
+                stack.append(path)
+            yield path, entry
+
+
 def _matches(
     folder: str, parts: list[str], within: str, follow_links: bool, unreadable: list[OSError]
 ) -> Iterator[tuple[str, _Entry]]:
@@ -135,19 +150,11 @@ def _matches(
             yield from _matches(folder, rest, within, follow_links, unreadable)
         elif folder:
             yield folder, _Entry(_DIR)
-        stack = [folder]
-        while stack:
-            here = stack.pop()
-            for name, entry in _listing(here, within, follow_links, unreadable):
-                if name.startswith("."):
-                    continue
-                path = os.path.join(here, name)
-                if entry.kind == _DIR:
-                    stack.append(path)
-                    if rest:
-                        yield from _matches(path, rest, within, follow_links, unreadable)
-                if not rest:
-                    yield path, entry
+        for path, entry in _below(folder, within, follow_links, unreadable):
+            if entry.kind == _DIR and rest:
+                yield from _matches(path, rest, within, follow_links, unreadable)
+            if not rest:
+                yield path, entry
         return
     if part == "":  # after a last separator: the folder itself, which must be one
         if folder:
@@ -195,17 +202,9 @@ def _walk(folder: str, follow_links: bool, within: str | None = None) -> Iterato
     suffixes = recording_suffixes()
     unreadable: list[OSError] = []
     top = within if within is not None else os.path.realpath(folder)
-    stack = [folder]
-    while stack:
-        here = stack.pop()
-        for name, entry in _listing(here, top, follow_links, unreadable):
-            if name.startswith("."):
-                continue
-            path = os.path.join(here, name)
-            if entry.kind == _DIR:
-                stack.append(path)
-            elif name.endswith(suffixes):
-                yield Input(path, skipped=entry.skipped())
+    for path, entry in _below(folder, top, follow_links, unreadable):
+        if entry.kind != _DIR and path.endswith(suffixes):
+            yield Input(path, skipped=entry.skipped())
     for exc in unreadable:
         yield Input(str(exc.filename), f"cannot read: {exc.strerror or exc}")
 

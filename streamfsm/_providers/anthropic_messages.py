@@ -8,7 +8,7 @@ around any iterable of events, dicts or the ``anthropic`` SDK's objects; :class:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import orjson
 
@@ -18,9 +18,6 @@ from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
 from .convert import another_turn, closing, convert, malformed, non_negative_int, refuse_empty, stop_reason, string
 from .replay import Keeper, json_size
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["AnthropicConverter", "from_anthropic_events"]
 

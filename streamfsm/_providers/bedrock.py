@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import Any, NoReturn, overload
 
 import orjson
 
@@ -433,30 +433,28 @@ class BedrockConverter:
         return out + closing(self.usage, finish, keeper.state(blocks=blocks))
 
 
+def _reraise(exc: Exception) -> NoReturn:
+    """``exc``, raised while the events were read, as its coded :class:`LlmError` when botocore raised it."""
+    failure = None if isinstance(exc, LlmError) else _client_error(exc)
+    if failure is None:
+        raise exc
+    raise failure from exc
+
+
 def sdk_errors(events: Iterable[Any]) -> Iterator[Any]:
     """``events`` as they come, an exception botocore raises while reading them as its coded :class:`LlmError`."""
     try:
         yield from events
-    except LlmError:
-        raise
     except Exception as exc:
-        failure = _client_error(exc)
-        if failure is None:
-            raise
-        raise failure from exc
+        _reraise(exc)
 
 
 async def _sdk_errors_async(events: AsyncIterable[Any]) -> AsyncIterator[Any]:
     try:
         async for event in events:
             yield event
-    except LlmError:
-        raise
     except Exception as exc:
-        failure = _client_error(exc)
-        if failure is None:
-            raise
-        raise failure from exc
+        _reraise(exc)
 
 
 @overload

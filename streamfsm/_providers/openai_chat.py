@@ -8,7 +8,7 @@ speaks HTTP (the ``http`` extra).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from .._config import Limits
 from .._quote import quote
@@ -18,9 +18,6 @@ from .classify import clip, stream_failure
 from .convert import another_turn, closing, convert, count, malformed, stop_reason
 from .held import BlockQueue
 from .replay import Keeper, json_size
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["OpenAIConverter", "from_openai_chunks", "openai_usage"]
 

@@ -87,6 +87,15 @@ def _position(event: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def _output_item(event: Mapping[str, Any], verb: str) -> tuple[int, Mapping[str, Any]]:
+    """The position and item of an ``output_item.added`` or ``.done`` event (``verb``: which, for messages)."""
+    data = event.get("item")
+    position = _position(event, "output_index")
+    if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+        raise malformed(f"output item {position} was {verb} without an 'item' object with a type")
+    return position, data
+
+
 def responses_usage(usage: Mapping[str, Any]) -> WireUsage:
     """A response's ``usage`` as the protocol's disjoint counts.
 
@@ -279,10 +288,7 @@ class OpenAIResponsesConverter:
         return item
 
     def _added(self, event: Mapping[str, Any]) -> None:
-        data = event.get("item")
-        position = _position(event, "output_index")
-        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
-            raise malformed(f"output item {position} was added without an 'item' object with a type")
+        position, data = _output_item(event, "added")
         if position in self.items:
             raise malformed(f"output item {position} was added twice")
         item = self.items[position] = _Item(data["type"], len(self.meta), data)
@@ -308,10 +314,7 @@ class OpenAIResponsesConverter:
         return call
 
     def _done(self, event: Mapping[str, Any]) -> None:
-        data = event.get("item")
-        position = _position(event, "output_index")
-        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
-            raise malformed(f"output item {position} was done without an 'item' object with a type")
+        position, data = _output_item(event, "done")
         item = self.items.get(position)
         if item is None:  # sent whole
             item = self.items[position] = _Item(data["type"], len(self.meta), data)

@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm import _cli, _recordings
+from streamfsm import _cli
+from streamfsm._providers import recorded
 
 from .conftest import FIXTURES, MORE_PROVIDER_STREAMS, PROVIDER_STREAMS
 
@@ -359,7 +360,7 @@ def test_one_event_is_bounded(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """An SSE event holds at most what one line may (``MAX_LINE_BYTES``), its data lines together."""
-    monkeypatch.setattr(_recordings, "MAX_LINE_BYTES", 1_000)
+    monkeypatch.setattr(recorded, "MAX_LINE_BYTES", 1_000)
     path = tmp_path / "big.sse"
     path.write_bytes(b"event: response.created\n" + b"data: " + b"x" * 600 + b"\n" + b"data: " + b"x" * 600 + b"\n\n")
     status, out, _ = run(capsys, "check", "--json", "--format", "openai-responses", str(path))

@@ -3,14 +3,6 @@
 What a source, a format and a stream are is ``_recordings.py``'s; this module reads each format: JSON lines and
 session logs here, a provider's stream through its wire API's converter (``_providers/recorded.py``).
 
-A *source* is a path (``str`` or ``os.PathLike``; a ``str`` may also be an fsspec URL, and a name ending
-``.gz`` or ``.zst`` is decompressed as it is read: ``_sources.open_binary``), ``bytes`` (or
-``bytearray``/``memoryview``), or a binary or text file object (standard input included). A ``str`` is a path, as
-for ``open()``: text already in
-memory is given as ``bytes`` or ``io.StringIO`` (pandas deprecated literal text in ``read_json`` for the
-same reason: a string that is meant as a path must never be read as content). Sources are read line by
-line as they come, never copied to a temporary file.
-
 One rule for every format and entry point (``read_recordings``, ``read_session``, ``assemble_jsonl``,
 ``validate_jsonl``, ``streamfsm check`` and ``assemble``):
 
@@ -20,10 +12,10 @@ One rule for every format and entry point (``read_recordings``, ``read_session``
   says. (A text file object opened with universal newlines has already turned CR into a line end: that is the
   file object's choice.)
 
-Formats (:data:`FORMATS`): ``jsonl`` (one chunk a line), ``harness-session`` (a DeepSeek Harness session
+Formats (:data:`~._recordings.FORMATS`): ``jsonl`` (one chunk a line), ``harness-session`` (a DeepSeek Harness session
 log, SPEC §6: ``assistant/chunk`` event lines and packed ``*-chunks`` storage rows, one stream per
 ``finish``), and one format per wire API, each a provider's SSE body or its events as JSON lines (one event a
-line), converted by the wire API's converter (:data:`PROVIDER_FORMATS`): ``openai-sse`` (chat completions,
+line), converted by the wire API's converter (:data:`~._recordings.PROVIDER_FORMATS`): ``openai-sse`` (chat completions,
 ``sf.from_openai_chunks``), ``anthropic-sse`` (Messages, ``sf.from_anthropic_events``), ``openai-responses``
 (``sf.from_openai_responses_events``), ``gemini`` (``sf.from_gemini_chunks``), ``bedrock``
 (``sf.from_bedrock_events``: the events boto3's ``converse_stream`` yields, as JSON lines) and ``cohere``

@@ -17,6 +17,10 @@ from .turns import TURN_APIS
 
 __all__ = ["provider_streams"]
 
+#: The SSE bodies whose last turn must end with a marker of their own, as the adapters require it; the other wire
+#: APIs' converters say whether the response was complete when the body ends.
+_MARKERS: Final = {"openai-sse": "[DONE]", "anthropic-sse": "message_stop"}
+
 
 def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
     """``(line, data)`` of each event of an SSE body, with the SSE line the event starts at.
@@ -45,7 +49,6 @@ def _provider_events(
     """Parsed provider events, with ``where`` following them; an SSE body's ``[DONE]`` as the end of a turn; the
     end markers enforced as the adapters do (the last turn of a chat-completions body ends with ``[DONE]``, of a
     Messages body with ``message_stop``)."""
-
     who = READERS[fmt][1]
     marker = _MARKERS.get(fmt) if sse else None
     marked = False  # the last turn ended with its marker
@@ -67,11 +70,6 @@ def _provider_events(
         raise LlmError(f"{who}: the recording ended without {marker}", ErrorCode.STREAM_CLOSED)
 
 
-#: The SSE bodies whose last turn must end with a marker of their own, as the adapters require it; the other wire
-#: APIs' converters say whether the response was complete when the body ends.
-_MARKERS: Final = {"openai-sse": "[DONE]", "anthropic-sse": "message_stop"}
-
-
 def provider_streams(lines: Lines, fmt: str, path: str) -> Iterator[RecordedChunks]:
     """A provider recording converted to block-protocol chunks, one stream per turn (``turns.py``).
 
@@ -81,7 +79,6 @@ def provider_streams(lines: Lines, fmt: str, path: str) -> Iterator[RecordedChun
     marker. Except that the last event needs no blank line after it: a file often ends without one. A turn's
     conversion error becomes its stream's ``failure``, and that stream is the last.
     """
-
     api = TURN_APIS[READERS[fmt][0]]
     sse = not lines.first_content().startswith(b"{")
     where = Where()

@@ -15,7 +15,15 @@ import tempfile
 from setuptools import setup
 
 #: The modules mypyc compiles: the only list of them.
-COMPILED = ["streamfsm/_machine.py"]
+COMPILED = [
+    "streamfsm/_machine.py",
+    "streamfsm/_handlers.py",
+    "streamfsm/_stream.py",
+    "streamfsm/_table.py",
+    "streamfsm/_blocks.py",
+    "streamfsm/_messages.py",
+    "streamfsm/_construct.py",
+]
 
 
 def compiler_problem() -> str | None:
@@ -59,7 +67,8 @@ def ext_modules() -> list:
         return []
     from mypyc.build import mypycify
 
-    return mypycify(COMPILED, opt_level="3")
+    # One group: the modules share one library, named for the package (not for a hash of the sources).
+    return mypycify(COMPILED, opt_level="3", group_name="streamfsm")
 
 
 setup(ext_modules=ext_modules())

@@ -71,6 +71,7 @@ from typing import Any
 import orjson
 
 from .plotting import pyplot
+from .report import Target, environment, md_table, targets_table, verdict
 from .workloads import Stream, recordings, sessions_dir, to_jsonl, typical_turn
 
 __all__ = ["FULL", "QUICK", "SMOKE", "CorpusResult", "CorpusSizes", "main", "run_corpus"]
@@ -672,7 +673,6 @@ def _rate(x: float) -> str:
 
 
 def throughput_table(result: CorpusResult) -> str:
-    from .run import md_table
 
     headers = ["corpus", "files", "streams", "size", "-j", "wall", "files/s", "streams/s", "MB/s", "MB/s per worker",
                "CPU", "MB per CPU-s (per core)", "streams per CPU-s", "peak RSS", "check"]
@@ -690,7 +690,6 @@ def throughput_table(result: CorpusResult) -> str:
 
 
 def in_process_table(result: CorpusResult) -> str:
-    from .run import md_table
 
     status = str(result.inproc.get("status", ""))
     corpora = result.inproc.get("corpora", [])
@@ -713,7 +712,6 @@ def in_process_table(result: CorpusResult) -> str:
 
 
 def memory_table(result: CorpusResult) -> str:
-    from .run import md_table
 
     if not result.memory:
         return "Not measured."
@@ -731,7 +729,6 @@ def memory_table(result: CorpusResult) -> str:
 
 def targets(result: CorpusResult) -> list[Any]:
     """The issue's targets for this section, as rows of the run's targets table."""
-    from .run import Target, _verdict
 
     out: list[Any] = []
     for m in result.memory:
@@ -747,7 +744,7 @@ def targets(result: CorpusResult) -> list[Any]:
             said += (f"; {_bytes(over)} over the constant, within its own spread over {result.sizes.repeats} runs "
                      f"({_bytes(m.spread)}): at the constant")
         out.append(Target("peak memory of check vs the largest stream", f"{_mib(m.size)} file: {m.title}",
-                          "≤ 1.5× + constant", said, _verdict(x <= 1.5 or noise if m.check is None else None)))
+                          "≤ 1.5× + constant", said, verdict(x <= 1.5 or noise if m.check is None else None)))
     for c in result.corpora:
         one, auto = result.run(c.key, "1"), result.run(c.key, "auto")
         if one is None or auto is None:
@@ -756,11 +753,11 @@ def targets(result: CorpusResult) -> list[Any]:
         ok = None if one.check or auto.check else x <= 1.1
         out.append(Target("-j auto not slower than -j 1", f"{c.key}: {_count(c.files, 'file')}, {_bytes(c.size)}",
                           "≤ 1.1× (10% for noise)", f"{x:.2f}× ({auto.wall:.2f} s against {one.wall:.2f} s)",
-                          _verdict(ok)))
+                          verdict(ok)))
     if result.per_file is not None:
         growth, few, many = result.per_file
         out.append(Target("main process memory per file (-j 2)", f"small: {few:,} → {many:,} files",
-                          "constant (≤ 1 kB a file)", f"{growth / 1e3:.2f} kB a file", _verdict(growth <= 1000)))
+                          "constant (≤ 1 kB a file)", f"{growth / 1e3:.2f} kB a file", verdict(growth <= 1000)))
     for c in result.corpora:
         if c.key not in ("logs", "big"):
             continue
@@ -877,7 +874,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.in_process is not None:  # the child of in_process(): one JSON object to the file named
         args.in_process.write_text(json.dumps(in_process(args.folders, args.repeats)), encoding="utf-8")
         return 0
-    from .run import environment, targets_table
 
     sizes = SIZES[args.sizes or "full"]
     out_dir = args.out if args.out is not None else (

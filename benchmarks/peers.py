@@ -190,7 +190,7 @@ def _run_bare_results(streams: list[list[dict[str, Any]]], plain: bool) -> list[
 
     Takes STRICT streams (one block open at a time), and ids and names from the block-ends.
     """
-    from streamfsm._machine import _PLAIN_FINISH, construct
+    from streamfsm._construct import PLAIN_FINISH, construct
     from streamfsm._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, Usage
 
     out: list[Any] = []
@@ -225,7 +225,7 @@ def _run_bare_results(streams: list[list[dict[str, Any]]], plain: bool) -> list[
                             "cache_write_tokens": u.get("cacheWriteTokens"),
                             "reasoning_tokens": u.get("reasoningTokens")})
             elif t == "finish":
-                finish = _PLAIN_FINISH[c["reason"]["kind"]]
+                finish = PLAIN_FINISH[c["reason"]["kind"]]
         out.append(_PlainResult(blocks, usage, finish, [], None) if plain else construct(
             StreamResult, {"blocks": blocks, "usage": usage, "finish": finish, "interrupted": [],
                            "replay_state": None}))

@@ -26,13 +26,9 @@ Method
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gc
 import math
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,12 +42,12 @@ import streamfsm as sf
 
 from .peers import Contender, baselines, load_peers, streamfsm_contenders
 from .plotting import pyplot
+from .report import Target, environment, md_table, targets_table, verdict
 from .workloads import FULL, SMOKE, Sizes, Workload, all_workloads
 
 __all__ = ["Config", "Measure", "WorkloadResult", "main", "run_workload"]
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 
 
 # -- configuration -------------------------------------------------------------------------------------
@@ -277,19 +273,6 @@ def run_workload(w: Workload, contenders: Sequence[Contender], cfg: Config) -> W
 # -- targets ----------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Target:
-    name: str
-    workload: str
-    target: str
-    measured: str
-    verdict: str  # PASS, FAIL, n/a
-
-
-def _verdict(ok: bool | None) -> str:
-    return "n/a" if ok is None else "PASS" if ok else "FAIL"
-
-
 def _finite(*xs: float) -> bool:
     return all(math.isfinite(x) for x in xs)
 
@@ -300,8 +283,8 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
     typical = by.get("typical")
     if typical is not None:
         a, f = typical.ratio("assemble"), typical.ratio("feed")
-        out.append(Target("assemble() vs bare loop", "typical", "≤ 3.0×", f"{a:.2f}×", _verdict(a <= 3.0)))
-        out.append(Target("feed() per chunk vs bare loop", "typical", "≤ 4.0×", f"{f:.2f}×", _verdict(f <= 4.0)))
+        out.append(Target("assemble() vs bare loop", "typical", "≤ 3.0×", f"{a:.2f}×", verdict(a <= 3.0)))
+        out.append(Target("feed() per chunk vs bare loop", "typical", "≤ 4.0×", f"{f:.2f}×", verdict(f <= 4.0)))
     short = by.get("short")
     if typical is not None and short is not None:
         per_chunk = typical.ns_per_chunk("assemble")
@@ -321,7 +304,7 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
             "≤ 10 typical chunks",
             f"{fixed:.1f} typical chunks ({_ns(per_stream)} per 5-chunk stream, {_ns(per_chunk)} per typical "
             f"chunk{floor})",
-            _verdict(fixed <= 10 if _finite(fixed) else None),
+            verdict(fixed <= 10 if _finite(fixed) else None),
         ))
     series = sorted((r for r in results if r.workload.series == "text"), key=lambda r: r.workload.size)
     small = next((r for r in series if r.workload.size == cfg.sizes.growth[0]), None)
@@ -331,39 +314,39 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
         bare = large.ns_per_chunk("bare") / small.ns_per_chunk("bare")
         out.append(Target(
             "per-chunk growth", f"{small.workload.key} → {large.workload.key}", "≤ 1.2×",
-            f"{g:.2f}× (bare loop: {bare:.2f}×)", _verdict(g <= 1.2),
+            f"{g:.2f}× (bare loop: {bare:.2f}×)", verdict(g <= 1.2),
         ))
     args = sorted((r for r in results if r.workload.series == "args"), key=lambda r: r.workload.size)
     if args:
         biggest = args[-1]
         seconds = biggest.measures["assemble"].median_ns / 1e9
         out.append(Target("big tool argument, 1-byte deltas: total time", biggest.workload.key, "< 2 s",
-                          f"{seconds:.3f} s", _verdict(seconds < 2.0)))
+                          f"{seconds:.3f} s", verdict(seconds < 2.0)))
         if len(args) > 1:
             g = biggest.ns_per_chunk("assemble") / args[0].ns_per_chunk("assemble")
             bare = biggest.ns_per_chunk("bare") / args[0].ns_per_chunk("bare")
             out.append(Target(
                 "big tool argument: linear (per-chunk growth)", f"{args[0].workload.key} → {biggest.workload.key}",
-                "≤ 1.2×", f"{g:.2f}× (bare loop: {bare:.2f}×)", _verdict(g <= 1.2),
+                "≤ 1.2×", f"{g:.2f}× (bare loop: {bare:.2f}×)", verdict(g <= 1.2),
             ))
     for r in results:
         if r.workload.key in ("typical", "short", "recordings") or r is (large or None) or (args and r is args[-1]):
             j = r.ratio("assemble_jsonl", "orjson")
             out.append(Target("JSON lines vs orjson.loads of the lines", r.workload.key, "≤ 1.5×", f"{j:.2f}×",
-                              _verdict(j <= 1.5 if _finite(j) else None)))
+                              verdict(j <= 1.5 if _finite(j) else None)))
     # Issue 15: the check-only path (validate_jsonl builds no result models) against the same floor.
     for key, limit in (("recordings", 2.0), ("typical", 1.5)):
         r_v = by.get(key)
         if r_v is not None and "validate_jsonl" in r_v.measures:
             v = r_v.ratio("validate_jsonl", "orjson")
             out.append(Target("validate_jsonl() vs orjson.loads of the lines", key, f"≤ {limit:.1f}×", f"{v:.2f}×",
-                              _verdict(v <= limit if _finite(v) else None)))
+                              verdict(v <= limit if _finite(v) else None)))
     for r in results:
         m = r.measures["assemble"]
         if len(r.workload.streams) == 1 and r.workload.output_size >= 100_000 and m.peak is not None:
             x = m.peak / r.workload.output_size
             out.append(Target("peak memory vs assembled output", r.workload.key, "≤ 2.0×",
-                              f"{x:.2f}× ({_bytes(m.peak)} for {_bytes(r.workload.output_size)})", _verdict(x <= 2.0)))
+                              f"{x:.2f}× ({_bytes(m.peak)} for {_bytes(r.workload.output_size)})", verdict(x <= 2.0)))
     for r in results:
         # Each peer against the streamfsm entry point fed the same input: the machine for chunk dicts and JSON
         # lines, a wire API's converter for that API's events.
@@ -387,7 +370,7 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
             if not ran:
                 text = "every peer skipped (too slow)" if skipped else "no peer ran"
                 out.append(Target("faster than every peer", where, "every peer slower",
-                                  text, _verdict(True if skipped and not errors else None)))
+                                  text, verdict(True if skipped and not errors else None)))
                 continue
             closest = min(ran, key=lambda m: m.median_ns)
             x = closest.median_ns / r.workload.n_chunks / ours
@@ -395,7 +378,7 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
             out.append(Target(
                 "faster than every peer", where, "every peer slower",
                 f"fastest peer {closest.contender.label}: {x:.2f}× streamfsm's time{extra}",
-                _verdict(x > 1.0),
+                verdict(x > 1.0),
             ))
     return out
 
@@ -420,14 +403,6 @@ def _bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n:.0f} B"
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
-             "| " + " | ".join("-" * w for w in widths) + " |"]
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def _cell(r: WorkloadResult, key: str) -> str:
@@ -480,11 +455,6 @@ def memory_table(results: list[WorkloadResult], contenders: Sequence[Contender])
     return md_table(headers, rows)
 
 
-def targets_table(ts: list[Target]) -> str:
-    return md_table(["target", "workload", "wanted", "measured", "verdict"],
-                    [[t.name, t.workload, t.target, t.measured, t.verdict] for t in ts])
-
-
 def checks_section(results: list[WorkloadResult]) -> tuple[str, int]:
     """The content-check summary and the number of failures."""
     passed = failed = skipped = 0
@@ -505,45 +475,6 @@ def checks_section(results: list[WorkloadResult]) -> tuple[str, int]:
 
 
 # -- the environment -----------------------------------------------------------------------------------------
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _git_commit() -> str:
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        # Changes to what is measured (the package, the harness, the build), not to docs or the run's own outputs.
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--",
-                                "streamfsm", "benchmarks/*.py", "setup.py", "pyproject.toml"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def environment(versions: dict[str, str]) -> list[str]:
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count() or 0
-    return [
-        f"- Machine: {platform.platform()} ({platform.machine()}), CPU: {_cpu_model()}, "
-        f"{os.cpu_count()} CPUs ({usable} usable)",
-        f"- Python: {platform.python_implementation()} {platform.python_version()}",
-        f"- Date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- streamfsm: {sf.__version__}, commit {_git_commit()}",
-        "- Peers: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "none installed"),
-    ]
 
 
 # -- the plot ----------------------------------------------------------------------------------------------------
@@ -640,11 +571,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     workloads, notes = all_workloads(cfg.sizes)
     corpus_sizes = args.corpus or ("smoke" if cfg.smoke else "full")
+    blank_lines = not cfg.smoke  # counted under valgrind: half a minute, no use at tiny sizes
     if args.only:
         keep = {k.strip() for k in args.only.split(",") if k.strip()}
         workloads = [w for w in workloads if w.key in keep]
         if "corpus" not in keep:
             corpus_sizes = "none"
+        blank_lines = "blank-lines" in keep
     # Modules, peers and workloads live for the whole run: out of the collector's sight, a collection
     # costs microseconds instead of a fifth of a second (with every peer imported).
     gc.collect()
@@ -678,6 +611,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             checks += ("\n\nCorpus checks: every `streamfsm check` run found the streams, files and invalid streams "
                        "its corpus holds.")
+    if blank_lines:
+        from . import blank_lines as blanks  # instructions under valgrind, in child interpreters
+
+        ts += blanks.targets()
     elapsed = time.perf_counter() - started
 
     peer_lines = [f"- {dist} {v}: installed" for dist, v in versions.items()]

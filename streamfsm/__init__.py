@@ -7,6 +7,10 @@ text, reasoning and tool-call blocks with the usage and finish reason.
 The package imports its modules when one of its names is first used (PEP 562), not when it is imported: so
 ``import streamfsm`` is quick, and the ``streamfsm`` command (``python -m streamfsm``) takes Ctrl-C before
 pydantic or httpx load. ``sf.NAME`` and ``from streamfsm import NAME`` give the defining module's object.
+
+The package's face is written once: the imports under ``TYPE_CHECKING`` below, one ``NAME as NAME`` (an explicit
+re-export, for type checkers) for each public name. ``__all__``, ``dir()`` and the lazy imports are read from
+them (:func:`_face`) the first time one is asked for.
 """
 
 from __future__ import annotations
@@ -14,248 +18,158 @@ from __future__ import annotations
 #: ``typing.TYPE_CHECKING`` without importing ``typing`` (mypy takes any ``TYPE_CHECKING`` as true).
 TYPE_CHECKING = False
 
-if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ below imports each name on first use
-    from ._abort import AbortController, AbortSignal
-    from ._adapter import (
-        APP_IDENTITY,
-        AppIdentity,
-        AssistantMessage,
-        GenerateOptions,
-        LlmAdapter,
-        Message,
-        ModelInfo,
-        ModelReasoningInfo,
-        ProviderInfo,
-        ReasoningEffortInfo,
-        ToolResultMessage,
-        ToolSchema,
-        UserMessage,
-        attribution_headers,
-    )
-    from ._agent import AgentLoop, AgentRun
-    from ._api import (
-        aassemble,
-        assemble,
-        assemble_jsonl,
-        avalidate,
-        validate,
-        validate_jsonl,
-    )
-    from ._check import FileReport, StreamReport, check_file
-    from ._config import Limits, Policy
-    from ._errors import RETRYABLE_CODES, ErrorCode, LlmError
-    from ._flat import (
-        DoneChunk,
-        DoneReason,
-        ErrorChunk,
-        FlatChunk,
-        FlatValidator,
-        TextChunk,
-        TokenUsage,
-        ToolCallChunk,
-        ToolResultChunk,
-        avalidate_flat,
-        parse_flat,
-        validate_flat,
-    )
-    from ._lines import iter_lines
-    from ._machine import StreamAssembler, diagram
-    from ._models import (
-        Block,
-        FinishReason,
-        ImageBlock,
-        KeptBlock,
-        LlmFailure,
-        OpenBlock,
-        ReasoningBlock,
-        Snapshot,
-        StreamResult,
-        StreamSummary,
-        TextBlock,
-        ToolCallBlock,
-        Usage,
-        kept_blocks,
-    )
-    from ._observe import Hooks, StreamMetrics
-    from ._providers import (
-        AnthropicAdapter,
-        AnthropicConverter,
-        BedrockConverter,
-        CohereConverter,
-        GeminiAdapter,
-        GeminiConverter,
-        OpenAICompatibleAdapter,
-        OpenAIConverter,
-        OpenAIResponsesAdapter,
-        OpenAIResponsesConverter,
-        describe_kept,
-        from_anthropic_events,
-        from_bedrock_events,
-        from_cohere_events,
-        from_gemini_chunks,
-        from_openai_chunks,
-        from_openai_responses_events,
-        read_turns,
-    )
-    from ._reader import open_recordings, read_recordings, read_session
-    from ._recordings import (
-        FORMATS,
-        RecordedStream,
-        RecordingSource,
-        UnknownFormat,
-        detect_format,
-    )
-    from ._retry import AgentLimits, RetryPolicy
-    from ._shape import InvalidLine
-    from ._tools import Tool, ToolError, tool, tool_signal
-    from ._wire import (
-        BlockEnd,
-        BlockStart,
-        BlockType,
-        CallId,
-        Finish,
-        FinishKind,
-        ReasoningDelta,
-        StreamChunk,
-        TextDelta,
-        ToolCallDelta,
-        UsageChunk,
-        WireBlock,
-        WireFailure,
-        WireFinishReason,
-        WireImageBlock,
-        WireReasoningBlock,
-        WireTextBlock,
-        WireToolCallBlock,
-        WireUsage,
-    )
+if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ imports each name on first use
+    from ._abort import AbortController as AbortController
+    from ._abort import AbortSignal as AbortSignal
+    from ._adapter import APP_IDENTITY as APP_IDENTITY
+    from ._adapter import AppIdentity as AppIdentity
+    from ._adapter import AssistantMessage as AssistantMessage
+    from ._adapter import GenerateOptions as GenerateOptions
+    from ._adapter import LlmAdapter as LlmAdapter
+    from ._adapter import Message as Message
+    from ._adapter import ModelInfo as ModelInfo
+    from ._adapter import ModelReasoningInfo as ModelReasoningInfo
+    from ._adapter import ProviderInfo as ProviderInfo
+    from ._adapter import ReasoningEffortInfo as ReasoningEffortInfo
+    from ._adapter import ToolResultMessage as ToolResultMessage
+    from ._adapter import ToolSchema as ToolSchema
+    from ._adapter import UserMessage as UserMessage
+    from ._adapter import attribution_headers as attribution_headers
+    from ._agent import AgentLoop as AgentLoop
+    from ._agent import AgentRun as AgentRun
+    from ._api import aassemble as aassemble
+    from ._api import assemble as assemble
+    from ._api import assemble_jsonl as assemble_jsonl
+    from ._api import avalidate as avalidate
+    from ._api import validate as validate
+    from ._api import validate_jsonl as validate_jsonl
+    from ._check import FileReport as FileReport
+    from ._check import StreamReport as StreamReport
+    from ._check import check_file as check_file
+    from ._config import Limits as Limits
+    from ._config import Policy as Policy
+    from ._errors import RETRYABLE_CODES as RETRYABLE_CODES
+    from ._errors import ErrorCode as ErrorCode
+    from ._errors import LlmError as LlmError
+    from ._flat import DoneChunk as DoneChunk
+    from ._flat import DoneReason as DoneReason
+    from ._flat import ErrorChunk as ErrorChunk
+    from ._flat import FlatChunk as FlatChunk
+    from ._flat import FlatValidator as FlatValidator
+    from ._flat import TextChunk as TextChunk
+    from ._flat import TokenUsage as TokenUsage
+    from ._flat import ToolCallChunk as ToolCallChunk
+    from ._flat import ToolResultChunk as ToolResultChunk
+    from ._flat import avalidate_flat as avalidate_flat
+    from ._flat import parse_flat as parse_flat
+    from ._flat import validate_flat as validate_flat
+    from ._lines import iter_lines as iter_lines
+    from ._machine import StreamAssembler as StreamAssembler
+    from ._machine import diagram as diagram
+    from ._models import Block as Block
+    from ._models import FinishReason as FinishReason
+    from ._models import ImageBlock as ImageBlock
+    from ._models import KeptBlock as KeptBlock
+    from ._models import LlmFailure as LlmFailure
+    from ._models import OpenBlock as OpenBlock
+    from ._models import ReasoningBlock as ReasoningBlock
+    from ._models import Snapshot as Snapshot
+    from ._models import StreamResult as StreamResult
+    from ._models import StreamSummary as StreamSummary
+    from ._models import TextBlock as TextBlock
+    from ._models import ToolCallBlock as ToolCallBlock
+    from ._models import Usage as Usage
+    from ._models import kept_blocks as kept_blocks
+    from ._observe import Hooks as Hooks
+    from ._observe import StreamMetrics as StreamMetrics
+    from ._providers import AnthropicAdapter as AnthropicAdapter
+    from ._providers import AnthropicConverter as AnthropicConverter
+    from ._providers import BedrockConverter as BedrockConverter
+    from ._providers import CohereConverter as CohereConverter
+    from ._providers import GeminiAdapter as GeminiAdapter
+    from ._providers import GeminiConverter as GeminiConverter
+    from ._providers import OpenAICompatibleAdapter as OpenAICompatibleAdapter
+    from ._providers import OpenAIConverter as OpenAIConverter
+    from ._providers import OpenAIResponsesAdapter as OpenAIResponsesAdapter
+    from ._providers import OpenAIResponsesConverter as OpenAIResponsesConverter
+    from ._providers import describe_kept as describe_kept
+    from ._providers import from_anthropic_events as from_anthropic_events
+    from ._providers import from_bedrock_events as from_bedrock_events
+    from ._providers import from_cohere_events as from_cohere_events
+    from ._providers import from_gemini_chunks as from_gemini_chunks
+    from ._providers import from_openai_chunks as from_openai_chunks
+    from ._providers import from_openai_responses_events as from_openai_responses_events
+    from ._providers import read_turns as read_turns
+    from ._reader import open_recordings as open_recordings
+    from ._reader import read_recordings as read_recordings
+    from ._reader import read_session as read_session
+    from ._recordings import FORMATS as FORMATS
+    from ._recordings import RecordedStream as RecordedStream
+    from ._recordings import RecordingSource as RecordingSource
+    from ._recordings import UnknownFormat as UnknownFormat
+    from ._recordings import detect_format as detect_format
+    from ._retry import AgentLimits as AgentLimits
+    from ._retry import RetryPolicy as RetryPolicy
+    from ._shape import InvalidLine as InvalidLine
+    from ._tools import Tool as Tool
+    from ._tools import ToolError as ToolError
+    from ._tools import tool as tool
+    from ._tools import tool_signal as tool_signal
+    from ._wire import BlockEnd as BlockEnd
+    from ._wire import BlockStart as BlockStart
+    from ._wire import BlockType as BlockType
+    from ._wire import CallId as CallId
+    from ._wire import Finish as Finish
+    from ._wire import FinishKind as FinishKind
+    from ._wire import ReasoningDelta as ReasoningDelta
+    from ._wire import StreamChunk as StreamChunk
+    from ._wire import TextDelta as TextDelta
+    from ._wire import ToolCallDelta as ToolCallDelta
+    from ._wire import UsageChunk as UsageChunk
+    from ._wire import WireBlock as WireBlock
+    from ._wire import WireFailure as WireFailure
+    from ._wire import WireFinishReason as WireFinishReason
+    from ._wire import WireImageBlock as WireImageBlock
+    from ._wire import WireReasoningBlock as WireReasoningBlock
+    from ._wire import WireTextBlock as WireTextBlock
+    from ._wire import WireToolCallBlock as WireToolCallBlock
+    from ._wire import WireUsage as WireUsage
 
     __version__: str
 
-#: Where each public name is defined: ``sf.NAME`` imports ``streamfsm.<module>`` the first time it is asked for.
-#: A new public name goes in three places, which ``tests/test_package.py`` keeps equal: its module's row here, its
-#: import under ``TYPE_CHECKING`` above, and ``__all__``.
-_MODULES: dict[str, tuple[str, ...]] = {
-    "_abort": ("AbortController", "AbortSignal"),
-    "_adapter": (
-        "APP_IDENTITY",
-        "AppIdentity",
-        "AssistantMessage",
-        "GenerateOptions",
-        "LlmAdapter",
-        "Message",
-        "ModelInfo",
-        "ModelReasoningInfo",
-        "ProviderInfo",
-        "ReasoningEffortInfo",
-        "ToolResultMessage",
-        "ToolSchema",
-        "UserMessage",
-        "attribution_headers",
-    ),
-    "_agent": ("AgentLoop", "AgentRun"),
-    "_api": ("aassemble", "assemble", "assemble_jsonl", "avalidate", "validate", "validate_jsonl"),
-    "_check": ("FileReport", "StreamReport", "check_file"),
-    "_config": ("Limits", "Policy"),
-    "_errors": ("RETRYABLE_CODES", "ErrorCode", "LlmError"),
-    "_flat": (
-        "DoneChunk",
-        "DoneReason",
-        "ErrorChunk",
-        "FlatChunk",
-        "FlatValidator",
-        "TextChunk",
-        "TokenUsage",
-        "ToolCallChunk",
-        "ToolResultChunk",
-        "avalidate_flat",
-        "parse_flat",
-        "validate_flat",
-    ),
-    "_machine": ("StreamAssembler", "diagram"),
-    "_models": (
-        "Block",
-        "FinishReason",
-        "ImageBlock",
-        "KeptBlock",
-        "LlmFailure",
-        "OpenBlock",
-        "ReasoningBlock",
-        "Snapshot",
-        "StreamResult",
-        "StreamSummary",
-        "TextBlock",
-        "ToolCallBlock",
-        "Usage",
-        "kept_blocks",
-    ),
-    "_observe": ("Hooks", "StreamMetrics"),
-    "_providers": (
-        "AnthropicAdapter",
-        "AnthropicConverter",
-        "BedrockConverter",
-        "CohereConverter",
-        "GeminiAdapter",
-        "GeminiConverter",
-        "OpenAICompatibleAdapter",
-        "OpenAIConverter",
-        "OpenAIResponsesAdapter",
-        "OpenAIResponsesConverter",
-        "describe_kept",
-        "from_anthropic_events",
-        "from_bedrock_events",
-        "from_cohere_events",
-        "from_gemini_chunks",
-        "from_openai_chunks",
-        "from_openai_responses_events",
-        "read_turns",
-    ),
-    "_lines": ("iter_lines",),
-    "_reader": ("open_recordings", "read_recordings", "read_session"),
-    "_recordings": (
-        "FORMATS",
-        "RecordedStream",
-        "RecordingSource",
-        "UnknownFormat",
-        "detect_format",
-    ),
-    "_retry": ("AgentLimits", "RetryPolicy"),
-    "_shape": ("InvalidLine",),
-    "_tools": ("Tool", "ToolError", "tool", "tool_signal"),
-    "_wire": (
-        "BlockEnd",
-        "BlockStart",
-        "BlockType",
-        "CallId",
-        "Finish",
-        "FinishKind",
-        "ReasoningDelta",
-        "StreamChunk",
-        "TextDelta",
-        "ToolCallDelta",
-        "UsageChunk",
-        "WireBlock",
-        "WireFailure",
-        "WireFinishReason",
-        "WireImageBlock",
-        "WireReasoningBlock",
-        "WireTextBlock",
-        "WireToolCallBlock",
-        "WireUsage",
-    ),
-}
+_FACE: dict[str, str] = {}
 
-_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+
+def _face() -> dict[str, str]:
+    """Each public name and its module, read from the imports under ``TYPE_CHECKING`` in this file (once)."""
+    if not _FACE:
+        import ast
+
+        loader = globals().get("__loader__")
+        source = loader.get_source(__name__) if loader is not None else None
+        if source is None:  # pragma: no cover - installed without its source
+            raise ImportError(f"{__name__}: the source of the package face is not available")
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+                for statement in node.body:
+                    if isinstance(statement, ast.ImportFrom) and statement.module is not None:
+                        _FACE.update(dict.fromkeys((alias.name for alias in statement.names), statement.module))
+                break
+    return _FACE
+
 
 if not TYPE_CHECKING:  # hidden from type checkers: a module __getattr__ would make every unknown name Any
 
     def __getattr__(name: str) -> object:
         """The public name ``name``, its module imported on first use (PEP 562); kept, so asked once."""
-        module = _WHERE.get(name)
+        # No public name starts with "_": a private one (``from . import _startup`` asks for one) reads no face.
+        module = _face().get(name) if not name.startswith("_") else None
         if module is not None:
             from importlib import import_module
 
             value = getattr(import_module(f"{__name__}.{module}"), name)
+        elif name == "__all__":
+            value = sorted([*_face(), "__version__"])
         elif name == "__version__":
             from importlib.metadata import PackageNotFoundError, version
 
@@ -271,124 +185,4 @@ if not TYPE_CHECKING:  # hidden from type checkers: a module __getattr__ would m
 
 def __dir__() -> list[str]:
     """The module's names and every public name, imported or not yet."""
-    return sorted({*globals(), *__all__})
-
-
-__all__ = [
-    "APP_IDENTITY",
-    "FORMATS",
-    "RETRYABLE_CODES",
-    "AbortController",
-    "AbortSignal",
-    "AgentLimits",
-    "AgentLoop",
-    "AgentRun",
-    "AnthropicAdapter",
-    "AnthropicConverter",
-    "AppIdentity",
-    "AssistantMessage",
-    "BedrockConverter",
-    "Block",
-    "BlockEnd",
-    "BlockStart",
-    "BlockType",
-    "CallId",
-    "CohereConverter",
-    "DoneChunk",
-    "DoneReason",
-    "ErrorChunk",
-    "ErrorCode",
-    "FileReport",
-    "Finish",
-    "FinishKind",
-    "FinishReason",
-    "FlatChunk",
-    "FlatValidator",
-    "GeminiAdapter",
-    "GeminiConverter",
-    "GenerateOptions",
-    "Hooks",
-    "ImageBlock",
-    "InvalidLine",
-    "KeptBlock",
-    "Limits",
-    "LlmAdapter",
-    "LlmError",
-    "LlmFailure",
-    "Message",
-    "ModelInfo",
-    "ModelReasoningInfo",
-    "OpenAICompatibleAdapter",
-    "OpenAIConverter",
-    "OpenAIResponsesAdapter",
-    "OpenAIResponsesConverter",
-    "OpenBlock",
-    "Policy",
-    "ProviderInfo",
-    "ReasoningBlock",
-    "ReasoningDelta",
-    "ReasoningEffortInfo",
-    "RecordedStream",
-    "RecordingSource",
-    "RetryPolicy",
-    "Snapshot",
-    "StreamAssembler",
-    "StreamChunk",
-    "StreamMetrics",
-    "StreamReport",
-    "StreamResult",
-    "StreamSummary",
-    "TextBlock",
-    "TextChunk",
-    "TextDelta",
-    "TokenUsage",
-    "Tool",
-    "ToolCallBlock",
-    "ToolCallChunk",
-    "ToolCallDelta",
-    "ToolError",
-    "ToolResultChunk",
-    "ToolResultMessage",
-    "ToolSchema",
-    "UnknownFormat",
-    "Usage",
-    "UsageChunk",
-    "UserMessage",
-    "WireBlock",
-    "WireFailure",
-    "WireFinishReason",
-    "WireImageBlock",
-    "WireReasoningBlock",
-    "WireTextBlock",
-    "WireToolCallBlock",
-    "WireUsage",
-    "__version__",
-    "aassemble",
-    "assemble",
-    "assemble_jsonl",
-    "attribution_headers",
-    "avalidate",
-    "avalidate_flat",
-    "check_file",
-    "describe_kept",
-    "detect_format",
-    "diagram",
-    "from_anthropic_events",
-    "from_bedrock_events",
-    "from_cohere_events",
-    "from_gemini_chunks",
-    "from_openai_chunks",
-    "from_openai_responses_events",
-    "iter_lines",
-    "kept_blocks",
-    "open_recordings",
-    "parse_flat",
-    "read_recordings",
-    "read_session",
-    "read_turns",
-    "tool",
-    "tool_signal",
-    "validate",
-    "validate_flat",
-    "validate_jsonl",
-]
+    return sorted({*globals(), *_face(), "__version__"})

@@ -57,7 +57,7 @@ def assemble(
     except BaseException as exc:
         close_upstream(iterator, quietly=True)
         # feed_many lets the source's own exceptions through and says which ones they were.
-        if asm._source_failed and isinstance(exc, Exception) and not isinstance(exc, LlmError):
+        if asm.source_failed and isinstance(exc, Exception) and not isinstance(exc, LlmError):
             raise _upstream_error(exc, asm) from exc
         raise
     close_upstream(iterator)
@@ -214,10 +214,10 @@ def validate_jsonl(
     Each line is taken as it comes (from a blob in memory, a file, a pipe or an iterable of lines), parsed,
     checked, and its chunk yielded before the next line is read; a refused line raises its error once every
     chunk before it has been yielded, and the end of the lines before a finish is ``STREAM_TRUNCATED``. One
-    compiled loop (``StreamAssembler.fed_lines``) does it all: the lines rule is that of ``assemble_jsonl``.
+    compiled loop (``StreamAssembler.accepted_chunks``) does it all: the lines rule is that of ``assemble_jsonl``.
     """
     name = _file_name(source)
-    lines = checker(policy, limits).fed_lines(iter_lines(source), True)
+    lines = checker(policy, limits).accepted_chunks(iter_lines(source), True)
     return lines if name is None else _hinting(lines, name)
 
 

@@ -252,7 +252,7 @@ def check_recording(
         try:
             for chunk in stream.chunks():
                 feed(chunk)
-                if asm.noted != len(noted):
+                if asm.note_count != len(noted):
                     noted.append((stream.line, stream.member))
         except LlmError:  # the machine refused the chunk in hand (the reader's errors are stream.failure)
             at = _at(stream)

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 from pydantic_core import from_json
 
+from ._json import copy_json
 from ._quote import quote
-from ._shape import copy_json
 from ._wire import CallId
 
 __all__ = [

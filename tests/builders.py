@@ -403,17 +403,34 @@ def agree(
 # -- the machine as source -----------------------------------------------------------------------
 
 
+#: The modules mypyc compiles together (``setup.py``), in the order they import one another.
+MACHINE_MODULES = ("_table", "_blocks", "_messages", "_construct", "_stream", "_handlers", "_machine")
+
+
 def source_machine() -> ModuleType:
-    """The machine module as Python: itself when it runs as source, else its source file loaded apart (the compiled
-    class cannot be subclassed from Python; the source is the same code). Tests subclass it to count calls."""
+    """The machine module as Python: itself when it runs as source, else its source files loaded apart (a compiled
+    class cannot be subclassed from Python; the source is the same code). Tests subclass it to count calls.
+
+    Loaded apart, the machine's modules are ``streamfsm_source.<module>``, importing one another; every other module
+    of the package is the one already imported (the same ``LlmError``, the same models)."""
     if _machine.__file__ is not None and _machine.__file__.endswith(".py"):
         return _machine
-    name = "streamfsm._machine_source"
-    if name not in sys.modules:
-        assert _machine.__file__ is not None
-        spec = importlib.util.spec_from_file_location(name, Path(_machine.__file__).with_name("_machine.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    package = "streamfsm_source"
+    if package not in sys.modules:
+        root = Path(sf.__file__).parent
+        namespace = ModuleType(package)
+        namespace.__path__ = []
+        sys.modules[package] = namespace
+        for name, module in list(sys.modules.items()):
+            short = name.removeprefix("streamfsm.")
+            if short != name and "." not in short and short not in MACHINE_MODULES:
+                sys.modules[f"{package}.{short}"] = module
+                setattr(namespace, short, module)
+        for short in MACHINE_MODULES:
+            spec = importlib.util.spec_from_file_location(f"{package}.{short}", root / f"{short}.py")
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            setattr(namespace, short, module)
+    return sys.modules[f"{package}._machine"]

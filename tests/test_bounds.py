@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm import _shape
+from streamfsm import _json
 
 from .builders import source_machine
 from .conftest import SEED_CHUNKS
@@ -180,7 +180,7 @@ def test_replay_state_of_shared_references_is_checked_once_per_object() -> None:
     for _ in range(40):
         value = [value, value]
     CountingDict.walks = 0
-    assert _shape.is_json_value(value)
+    assert _json.is_json_value(value)
     assert CountingDict.walks == 1
     result = sf.assemble(
         [

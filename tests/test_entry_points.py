@@ -1,14 +1,15 @@
 """Every entry point gives the same answer, limits hold at the exact chunk, and the hot path takes what it should.
 
-The machine has one path per chunk type, its handlers, and one hot path, ``_take``, for a delta to the one
-open block, shared by ``feed`` and ``feed_many`` (the module docstring of ``streamfsm/_machine.py``). The entry
+The machine routes each chunk by one lookup to the handler of its type; the delta handler starts with an
+expectation of the hot block's next delta, met without its rules (the module docstring of
+``streamfsm/_handlers.py``). The entry
 points reach it in different ways: ``feed`` chunk by chunk (as ``validate`` and ``aassemble`` do), ``feed_many``
 (as ``assemble`` does), ``feed_lines`` (as ``assemble_jsonl`` does: JSON lines, one at a time). This module
 replays many streams — valid, broken, hostile, what only HARNESS accepts, their mutations, the recordings —
 through every entry point, which must give identical outcomes, positions, messages, states, notes, snapshots
 and results (``builders.agree``). It checks that every limit is met at the exact chunk on every entry point,
-that a rejected chunk leaves no trace but the failure, and that the hot path does take the deltas of a typical
-stream: a machine that sent every chunk to its handler would pass everything else, at the handlers' cost.
+that a rejected chunk leaves no trace but the failure, and that the expectation (the hot path) does take the deltas
+of a typical stream: a machine that ran every chunk through its rules would pass everything else, at their cost.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm._machine import accepts
+from streamfsm._table import accepts
 
 from .builders import (
     FEEDS,
@@ -576,15 +577,40 @@ M = source_machine()
 
 
 class Recorder(M.StreamAssembler):  # type: ignore[misc,name-defined]
-    """The assembler, noting the position of every chunk the hot path leaves to the chunk's handler."""
+    """The assembler, noting the position of every chunk that runs its type's rules or is checked whole (the hot
+    path: every other)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cold: list[int] = []
 
-    def _feed_one(self, chunk: object) -> None:
-        self.cold.append(self._count)
-        super()._feed_one(chunk)
+    def _saw(self, n: int) -> None:
+        if not self.cold or self.cold[-1] != n:
+            self.cold.append(n)
+
+    def _route_in_full(self, chunk: object, n: int) -> Any:  # not a dict, or no route: checked whole first
+        self._saw(n)
+        return super()._route_in_full(chunk, n)
+
+    def _on_block_start(self, c: Any, route: Any, n: int) -> bool:
+        self._saw(n)
+        return bool(super()._on_block_start(c, route, n))
+
+    def _delta(self, c: Any, t: str, n: int) -> None:  # a delta the expectation did not meet
+        self._saw(n)
+        super()._delta(c, t, n)
+
+    def _on_block_end(self, c: Any, route: Any, n: int) -> bool:
+        self._saw(n)
+        return bool(super()._on_block_end(c, route, n))
+
+    def _on_usage(self, c: Any, route: Any, n: int) -> bool:
+        self._saw(n)
+        return bool(super()._on_usage(c, route, n))
+
+    def _on_finish(self, c: Any, route: Any, n: int) -> bool:
+        self._saw(n)
+        return bool(super()._on_finish(c, route, n))
 
 
 DELTAS = ("text-delta", "reasoning-delta", "tool-call-delta")

@@ -8,7 +8,7 @@ import pytest
 from transitions import MachineError
 
 import streamfsm as sf
-from streamfsm import _machine as m
+from streamfsm import _table as m
 from streamfsm._shape import CHUNK_TYPES
 
 GUARD_VALUES = list(itertools.product([False, True], repeat=len(m.GUARDS)))
@@ -150,17 +150,52 @@ def test_the_table_compiles_to_what_the_rules_say() -> None:
     assert set(table) == set(m.STATES) and table[m.FINISHED] == table[m.FAILED] == {}
 
 
-def test_the_resolved_table_is_the_rules_for_every_guard_mask() -> None:
-    """RESOLVED[state][type][mask]: bit 0 interleave, bit 1 last_open, bit 2 may_finish."""
-    resolved = m._resolve()
-    assert resolved == m.RESOLVED
+@pytest.mark.parametrize("policy", list(sf.Policy))
+def test_the_routes_are_the_rules_for_every_guard(policy: sf.Policy) -> None:
+    """ROUTES[policy][(state, type)] = (handler, dest, guard, otherwise): the rules written out, for both values of
+    the one guard an entry reads, with ``interleave`` resolved by the policy; no entry where a chunk is refused."""
+    routes = m.ROUTES[policy]
+    interleave = policy is sf.Policy.HARNESS
     for state in m.STATES:
-        assert set(resolved[state]) == set(m.TABLE[state])
         for chunk_type in CHUNK_TYPES:
-            expected = tuple(
-                expected_dest(state, chunk_type, bool(mask & 1), bool(mask & 2), bool(mask & 4)) for mask in range(8)
-            )
-            assert resolved[state].get(chunk_type, (None,) * 8) == expected, (state, chunk_type)
+            route = routes.get((state, chunk_type))
+            ways = {
+                (last_open, may_finish): expected_dest(state, chunk_type, interleave, last_open, may_finish)
+                for last_open in (False, True)
+                for may_finish in (False, True)
+            }
+            if route is None:
+                assert set(ways.values()) == {None}, (state, chunk_type)
+                continue
+            handler, dest, guard, otherwise = route
+            assert handler == ("delta" if chunk_type.endswith("-delta") else chunk_type)
+            for (last_open, may_finish), want in ways.items():
+                holds = {"": True, "last_open": last_open, "may_finish": may_finish}[guard]
+                assert (dest if holds else otherwise) == want, (state, chunk_type, guard, holds)
+
+
+def test_the_routes_agree_with_the_transitions_machine() -> None:
+    """Every route leads where the ``transitions`` machine's trigger leads, for each value of the guards."""
+    for policy in sf.Policy:
+        for (state, chunk_type), (_, dest, guard, otherwise) in m.ROUTES[policy].items():
+            for combo in GUARD_VALUES:
+                values = dict(zip(m.GUARDS, combo, strict=True))
+                values["interleave"] = policy is sf.Policy.HARNESS
+                holds = values[guard] if guard else True
+                assert (dest if holds else otherwise) == declared_next(state, chunk_type, values)
+
+
+def test_a_missing_route_is_the_precedence_code() -> None:
+    """Where a policy has no route, or a guard with nowhere to go, the refusal's code is the one REJECT names."""
+    for policy in sf.Policy:
+        for state in (m.READY, m.IN_BLOCK, m.USAGE):
+            for chunk_type in CHUNK_TYPES:
+                route = m.ROUTES[policy].get((state, chunk_type))
+                if route is None or route[3] is None:
+                    assert (state, chunk_type) in m.REJECT
+                    assert m.refusal(state, chunk_type, False) == m.REJECT[(state, chunk_type)]
+    assert m.refusal(m.USAGE, "block-start", True) == sf.ErrorCode.BLOCKS_INTERLEAVED
+    assert m.refusal(m.USAGE, "block-start", False) == sf.ErrorCode.CHUNK_AFTER_USAGE
 
 
 def test_the_declaration_per_policy() -> None:

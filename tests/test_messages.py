@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import streamfsm as sf
-from streamfsm._machine import accepts
+from streamfsm._table import accepts
 
 from .builders import (
     FEEDS,

@@ -318,14 +318,14 @@ def test_results_behave_as_validated_models(feed: str) -> None:
 
 def test_models_are_complete_on_a_cold_cache() -> None:
     """``construct`` caches each model's field names; built with an empty cache, a model is the same."""
-    from streamfsm import _machine
+    from streamfsm import _construct
 
-    _machine._FIELDS_SET.clear()
+    _construct._FIELDS_SET.clear()
     chunks, policy = STREAMS["text, reasoning and a tool call"]
     result = assembled(chunks, policy)
     for model in models(result):
         assert model.model_fields_set == set(type(model).model_fields), type(model)
-    assert _machine._FIELDS_SET, "the cache is filled again"
+    assert _construct._FIELDS_SET, "the cache is filled again"
 
 
 # -- an assembler that keeps no results (results=False) ----------------------------------------------

@@ -510,9 +510,9 @@ def test_feed_many_says_whether_its_source_raised(items: list[Any], after_error:
     if after_error:
         with pytest.raises(ConnectionError):
             asm.feed_many(raising([ConnectionError("first")]))
-        assert asm._source_failed
+        assert asm.source_failed
     with pytest.raises(Exception) as info:
         asm.feed_many(raising(items))
     assert isinstance(info.value, sf.LlmError) is not source
-    assert asm._source_failed is source
+    assert asm.source_failed is source
     assert asm.chunk_count == len(items) - (1 if source else 0)

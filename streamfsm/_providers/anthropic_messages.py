@@ -16,7 +16,17 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import another_turn, closing, convert, malformed, non_negative_int, refuse_empty, stop_reason, string
+from .convert import (
+    another_turn,
+    closing,
+    convert,
+    is_position,
+    malformed,
+    non_negative_int,
+    refuse_empty,
+    stop_reason,
+    string,
+)
 from .replay import Keeper, json_size
 
 __all__ = ["AnthropicConverter", "from_anthropic_events"]
@@ -239,7 +249,7 @@ class AnthropicConverter:
 
     def _start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         position = event.get("index")
-        if isinstance(position, bool) or not isinstance(position, int) or position in self.blocks:
+        if not is_position(position) or position in self.blocks:
             raise malformed(f"content_block_start with a bad or repeated index {quote(position)}")
         if self.open is not None:
             raise malformed(f"content block {position} started while another block is open")

@@ -21,7 +21,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import another_turn, closing, convert, count, malformed, stop_reason, string
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, string
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -198,7 +198,7 @@ class _Slot:
 
 def _index(body: Mapping[str, Any], event: str) -> int:
     index = body.get("contentBlockIndex")
-    if type(index) is not int or index < 0:
+    if not is_position(index):
         raise malformed(f"{event} with a bad contentBlockIndex {quote(index)}")
     return index
 

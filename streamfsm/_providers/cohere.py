@@ -17,7 +17,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import another_turn, closing, convert, count, malformed, stop_reason
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -71,7 +71,7 @@ def _message(event: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _index(event: Mapping[str, Any]) -> int:
     index = event.get("index")
-    if type(index) is not int or index < 0:
+    if not is_position(index):
         raise malformed(f"{event.get('type')} with a bad index {quote(index)}")
     return index
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeGuard
 
 import orjson
 
@@ -33,6 +33,7 @@ __all__ = [
     "count",
     "event_object",
     "finish_reason",
+    "is_position",
     "malformed",
     "non_negative_int",
     "refuse_empty",
@@ -105,6 +106,12 @@ def refuse_empty(finish: WireFinishReason, empty: bool) -> None:
     """A ``stop`` with no content at all (``empty``: neither a block nor a kept item) is ``EMPTY_RESPONSE``."""
     if finish["kind"] == "stop" and empty:
         raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
+
+
+def is_position(value: object) -> TypeGuard[int]:
+    """Whether a provider's index of a block, call or item is one: an int from 0 to 2^53-1. A bigger one is no
+    position any stream reaches, and past 4,300 digits it could not even be written into a message."""
+    return type(value) is int and 0 <= value <= MAX_INT
 
 
 def finish_reason(reason: str, known: Mapping[str, WireFinishReason], field: str) -> WireFinishReason:

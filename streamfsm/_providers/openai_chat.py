@@ -15,7 +15,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import another_turn, closing, convert, count, malformed, stop_reason
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -238,8 +238,8 @@ class OpenAIConverter:
         position = call.get("index")
         if position is None:  # a server that sends calls whole, without an index
             position = self.positions.get(call_id, len(self.calls)) if isinstance(call_id, str) else len(self.calls)
-        if isinstance(position, bool) or not isinstance(position, int):
-            raise malformed(f"tool call index must be an integer, got {quote(position)}")
+        if not is_position(position):
+            raise malformed(f"tool call index must be an integer from 0 to 2^53-1, got {quote(position)}")
         block = self.calls.get(position)
         if block is None:
             name = function.get("name")

@@ -33,7 +33,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import responses_failure, stream_failure
-from .convert import another_turn, closing, convert, count, finish_reason, malformed, string
+from .convert import another_turn, closing, convert, count, finish_reason, is_position, malformed, string
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -82,8 +82,8 @@ def _escaped(text: str) -> str:
 
 def _position(event: Mapping[str, Any], key: str) -> int:
     value = event.get(key, 0 if key != "output_index" else None)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise malformed(f"{event.get('type')}: {key!r} must be an integer ≥ 0, got {quote(value)}")
+    if not is_position(value):
+        raise malformed(f"{event.get('type')}: {key!r} must be an integer from 0 to 2^53-1, got {quote(value)}")
     return value
 
 

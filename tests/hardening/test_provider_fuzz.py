@@ -275,3 +275,45 @@ def test_a_gemini_string_or_key_with_a_lone_surrogate_is_escaped() -> None:
     ]
     (call,) = sf.assemble(sf.from_gemini_chunks(events), policy=sf.Policy.HARNESS).tool_calls
     assert call.arguments == '{"k\\ud800":"a\\udc00b"}'
+
+
+#: An index past 4,300 digits: Python cannot write it into a message (``ValueError``), so each converter must
+#: refuse it where it reads an index, before any message names it.
+HUGE = 10**5000
+
+HUGE_INDEX: dict[str, tuple[Callable[[Iterable[Any]], Any], list[dict[str, Any]]]] = {
+    "openai-chat": (
+        sf.from_openai_chunks,
+        [{"id": "a", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": HUGE, "id": "c",
+          "function": {"name": "f", "arguments": "{}"}}]}}]}],
+    ),
+    "anthropic-messages": (
+        sf.from_anthropic_events,
+        [{"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 1, "output_tokens": 1}}},
+         {"type": "content_block_start", "index": HUGE, "content_block": {"type": "text", "text": ""}}],
+    ),
+    "openai-responses": (
+        sf.from_openai_responses_events,
+        [{"type": "response.created", "response": {"id": "r"}},
+         {"type": "response.output_item.added", "output_index": HUGE, "item": {"type": "message", "id": "i"}}],
+    ),
+    "bedrock": (
+        sf.from_bedrock_events,
+        [{"messageStart": {"role": "assistant"}},
+         {"contentBlockDelta": {"contentBlockIndex": HUGE, "delta": {"text": "x"}}}],
+    ),
+    "cohere": (
+        sf.from_cohere_events,
+        [{"type": "message-start", "id": "x"},
+         {"type": "content-start", "index": HUGE, "delta": {"message": {"content": {"type": "text", "text": ""}}}}],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("api", sorted(HUGE_INDEX))
+def test_an_index_too_big_to_write_is_malformed(api: str) -> None:
+    convert, events = HUGE_INDEX[api]
+    with pytest.raises(sf.LlmError) as caught:
+        list(convert(events))
+    assert caught.value.code == sf.ErrorCode.MALFORMED_RESPONSE
+    assert "int of" in caught.value.message  # the index named by its size, not its digits

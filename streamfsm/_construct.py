@@ -1,0 +1,75 @@
+"""The result models the machine builds from values it has checked: without validating them again."""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel
+
+from ._models import (
+    ORJSON_MAX,
+    FinishReason,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    Usage,
+    _Blank,
+)
+
+__all__ = ["PLAIN_FINISH", "TEXT_MODEL", "construct", "tool_call", "usage_model"]
+
+M = TypeVar("M", bound=BaseModel)
+_FIELDS_SET: dict[type[BaseModel], set[str]] = {}
+_BLANK: Final = _Blank  # a Final name is a C static in the compiled module, an import a dict lookup
+TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}
+#: The finish reasons without a failure: frozen, so one instance of each serves every stream. Every
+#: field is given, as a failure's reason gives them (``model_fields_set`` is the same on every path).
+PLAIN_FINISH: Final = {kind: FinishReason(kind=kind, failure=None) for kind in ("stop", "tool-calls", "max-tokens")}
+
+
+def construct(cls: type[M], values: dict[str, Any]) -> M:
+    """Build a model from values the machine has already validated, skipping validation.
+
+    ``values`` holds every field (defaults included); other keys fill ``cached_property`` slots
+    (``ToolCallBlock.parsed_arguments``). What pydantic's ``model_construct`` does, minus its
+    default handling, which costs more than the validation it skips. The model is filled as a
+    ``_Blank`` by plain assignments and then given its class (see ``_Blank``): one ``object.__setattr__``
+    call costs more than all of those.
+    """
+    fields_set = _FIELDS_SET.get(cls)
+    if fields_set is None:
+        fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
+    obj: Any = _BLANK()
+    obj.__dict__ = values
+    # Shared by every instance of the class: frozen models never change it, and copies copy it.
+    obj.__pydantic_fields_set__ = fields_set
+    obj.__pydantic_extra__ = None
+    obj.__pydantic_private__ = None
+    obj.__class__ = cls
+    return obj  # type: ignore[no-any-return]
+
+
+def usage_model(inputs: Any, outputs: Any, cache_read: Any, cache_write: Any, reasoning: Any) -> Usage:
+    """The :class:`Usage` of a usage chunk's checked counts (ints; None for one not given), passed as they are."""
+    return construct(
+        Usage,
+        {
+            "input_tokens": inputs,
+            "output_tokens": outputs,
+            "cache_read_tokens": cache_read,
+            "cache_write_tokens": cache_write,
+            "reasoning_tokens": reasoning,
+        },
+    )
+
+
+def tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> ToolCallBlock:
+    """The completed tool call, with the arguments the machine parsed to check them.
+
+    Big arguments (over ``ORJSON_MAX`` characters) are not kept parsed: the raw text and the parsed
+    object would double the memory a big call holds. ``parsed_arguments`` parses them on first use.
+    """
+    values: dict[str, Any] = {"type": "tool-call", "id": cid, "name": name, "arguments": arguments}
+    if len(arguments) <= ORJSON_MAX:
+        values["parsed_arguments"] = parsed
+    return construct(ToolCallBlock, values)

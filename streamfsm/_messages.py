@@ -1,0 +1,145 @@
+"""The machine's messages: how a refusal, a note and a quoted value read. Cold code, on plain values only.
+
+Every function here is called once a rule has failed (or a note is made), never for an accepted chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ._errors import ErrorCode, LlmError
+from ._shape import CHUNK_TYPES
+
+__all__ = [
+    "Note",
+    "a",
+    "block_name",
+    "first_difference",
+    "mismatch",
+    "printable_kind",
+    "refused",
+    "short",
+    "type_of",
+    "what",
+]
+
+
+def short(value: str, limit: int = 40) -> str:
+    """``value`` quoted, cut to ``limit`` characters."""
+    return repr(value if len(value) <= limit else value[: limit - 3] + "...")
+
+
+def printable_kind(kind: str) -> str:
+    """A block type or finish kind for a message: as it is when short and plain, else quoted and cut."""
+    plain = len(kind) <= 40 and kind.replace("-", "_").isidentifier()
+    return kind if plain else short(kind)
+
+
+def a(kind: str) -> str:
+    """``a text``, ``an image``: a kind with its article, for a message."""
+    shown = printable_kind(kind)
+    return f"{'an' if shown[:1] in ('a', 'e', 'i', 'o', 'u') else 'a'} {shown}"
+
+
+def block_name(index: int, type_name: str) -> str:
+    """``block 0 (text)``: an open block, for a message."""
+    return f"block {index} ({printable_kind(type_name)})"
+
+
+def first_difference(a: str, b: str) -> int:
+    """The first position where ``a`` and ``b`` differ (the shorter one's length if one begins the other)."""
+    end = min(len(a), len(b))
+    at = 0
+    step = 4096
+    while at < end and a[at : at + step] == b[at : at + step]:  # whole pieces compared in C
+        at += step
+    while at < end and a[at] == b[at]:
+        at += 1
+    return at
+
+
+def mismatch(block: str, field: str, got: str, assembled: str, state: str) -> str:
+    """``BLOCK_CONTENT_MISMATCH``: a block-end's ``field`` is not what the block's deltas assembled."""
+    at = first_difference(got, assembled)
+    return (
+        f"block-end for {block} carries {field} {short(got)}, but its deltas "
+        f"assembled {short(assembled)} (state {state}); they first differ at character {at}: "
+        f"{short(got[max(at - 10, 0) : at + 20])} against {short(assembled[max(at - 10, 0) : at + 20])}"
+    )
+
+
+def what(t: str, c: dict[str, Any]) -> str:
+    """A chunk the table refused, for its message: its type and what it is about."""
+    if t == "finish":
+        return f"finish {printable_kind(c['reason']['kind'])}"
+    if t == "usage":
+        return "usage"
+    if t == "block-start":
+        return f"block-start for block {c['index']} ({printable_kind(c['blockType'])})"
+    return f"{t} for block {c['index']}"
+
+
+def refused(
+    code: ErrorCode,
+    t: str,
+    c: dict[str, Any],
+    state: str,
+    accepted: tuple[str, ...],
+    policy: str,
+    open_list: str,
+    first_open: int,
+) -> str:
+    """The message of a chunk the table refused with ``code`` (see ``_table.refusal``)."""
+    chunk = what(t, c)
+    if code is ErrorCode.BLOCK_NOT_OPEN:
+        return f"{chunk}, but no block is open (state {state}); expected {', '.join(accepted)}"
+    if code is ErrorCode.BLOCKS_INTERLEAVED:
+        return (
+            f"{chunk} while {open_list} is open (state {state}); under policy {policy} blocks may not "
+            f"interleave: expected block-end for block {first_open} first"
+        )
+    if code is ErrorCode.CHUNK_AFTER_USAGE:
+        return f"{chunk} after usage (state {state}); after usage only finish may come"
+    if code is ErrorCode.USAGE_DUPLICATE:
+        return f"a second usage (state {state}); a stream carries at most one usage"
+    # BLOCK_NOT_CLOSED
+    return (
+        f"{chunk} while {open_list} is open (state {state}); {a(c['reason']['kind'])} "
+        f"finish needs every block ended first (only max-tokens, error and aborted may cut a block off)"
+    )
+
+
+def type_of(chunk: object) -> str:
+    """A chunk's type for a message, if it has a known one; else ``chunk``. Never raises."""
+    try:
+        if isinstance(chunk, Mapping):
+            t = chunk.get("type")
+            if isinstance(t, str) and t in CHUNK_TYPES:
+                return str(t)
+    except Exception:
+        pass
+    return "chunk"
+
+
+class Note:
+    """One entry of ``StreamAssembler.notes``: the first error STRICT would have raised, and how often.
+
+    The error is made when it is first read: a check that never reads the notes does not pay for one.
+    """
+
+    __slots__ = ("_error", "code", "count", "message", "position")
+
+    def __init__(self, code: ErrorCode, message: str, position: int) -> None:
+        self.code = code
+        self.message = message
+        self.position = position
+        self.count = 1
+        self._error: LlmError | None = None
+
+    @property
+    def error(self) -> LlmError:
+        """The error STRICT would have raised at the first such chunk."""
+        if self._error is None:
+            self._error = LlmError(self.message, self.code, chunk_index=self.position)
+        return self._error

@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 
 import streamfsm as sf
-from streamfsm._providers.gemini_arguments import ArgumentWriter
+from streamfsm._providers.arguments import ArgumentWriter
 from streamfsm._providers.sse import SSEParser
 
 KiB = 1024

@@ -100,14 +100,14 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._providers import from_openai_chunks as from_openai_chunks
     from ._providers import from_openai_responses_events as from_openai_responses_events
     from ._providers import read_turns as read_turns
+    from ._reader import open_recordings as open_recordings
+    from ._reader import read_recordings as read_recordings
+    from ._reader import read_session as read_session
     from ._recordings import FORMATS as FORMATS
     from ._recordings import RecordedStream as RecordedStream
     from ._recordings import RecordingSource as RecordingSource
     from ._recordings import UnknownFormat as UnknownFormat
     from ._recordings import detect_format as detect_format
-    from ._recordings import open_recordings as open_recordings
-    from ._recordings import read_recordings as read_recordings
-    from ._recordings import read_session as read_session
     from ._retry import AgentLimits as AgentLimits
     from ._retry import RetryPolicy as RetryPolicy
     from ._shape import InvalidLine as InvalidLine

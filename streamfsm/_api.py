@@ -51,7 +51,11 @@ def assemble(
     any other ``Exception`` as ``LlmError(UNKNOWN)`` raised from it (see :func:`avalidate`).
     """
     asm = StreamAssembler(policy, limits)
-    iterator = _iter(chunks, "assemble", "await sf.aassemble(...)")
+    try:
+        iterator = iter(chunks)
+    except TypeError:
+        _not_sync(chunks, "assemble", "await sf.aassemble(...)")
+        raise
     try:
         asm.feed_many(iterator)
     except BaseException as exc:
@@ -77,7 +81,11 @@ async def aassemble(
     """
     asm = StreamAssembler(policy, limits)
     feed = asm.feed
-    iterator = _aiter(chunks, "aassemble", "sf.assemble(...)")
+    try:
+        iterator = aiter(chunks)
+    except TypeError:
+        _not_async(chunks, "aassemble", "sf.assemble(...)")
+        raise
     idle = None if timeout is None else _Idle(timeout, asm)
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
@@ -111,7 +119,11 @@ def validate(
     """
     asm = checker(policy, limits)
     feed = asm.feed
-    iterator = _iter(chunks, "validate", "async for chunk in sf.avalidate(...)")
+    try:
+        iterator = iter(chunks)
+    except TypeError:
+        _not_sync(chunks, "validate", "async for chunk in sf.avalidate(...)")
+        raise
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
         for chunk in iterator:
@@ -156,7 +168,11 @@ async def avalidate(
     """
     asm = checker(policy, limits)
     feed = asm.feed
-    iterator = _aiter(chunks, "avalidate", "for chunk in sf.validate(...)")
+    try:
+        iterator = aiter(chunks)
+    except TypeError:
+        _not_async(chunks, "avalidate", "for chunk in sf.validate(...)")
+        raise
     idle = None if timeout is None else _Idle(timeout, asm)
     ours = False  # a chunk is in hand (fed, or out with the consumer): what is raised now is not the upstream's
     try:
@@ -268,30 +284,23 @@ def _hinting(lines: Iterator[dict[str, Any]], name: str) -> Iterator[dict[str, A
         raise
 
 
-def _iter(chunks: Iterable[T], entry: str, instead: str) -> Iterator[T]:
-    """``iter(chunks)``; an async iterable given to a sync entry point is a ``TypeError`` that names the async one."""
-    try:
-        return iter(chunks)
-    except TypeError:
-        if hasattr(chunks, "__aiter__"):
-            raise TypeError(
-                f"{entry}() takes an iterable of chunks, and {type(chunks).__name__!r} is an async iterable: "
-                f"read it with {instead}"
-            ) from None
-        raise
+def _not_sync(chunks: object, entry: str, instead: str) -> None:
+    """``chunks`` is not iterable: if it is an async iterable, a ``TypeError`` that names the async entry point.
+    (Called only once ``iter`` has refused it: an entry point pays nothing for the hint.)"""
+    if hasattr(chunks, "__aiter__"):
+        raise TypeError(
+            f"{entry}() takes an iterable of chunks, and {type(chunks).__name__!r} is an async iterable: "
+            f"read it with {instead}"
+        ) from None
 
 
-def _aiter(chunks: AsyncIterable[T], entry: str, instead: str) -> AsyncIterator[T]:
-    """``aiter(chunks)``; a sync iterable given to an async entry point is a ``TypeError`` that names the sync one."""
-    try:
-        return aiter(chunks)
-    except TypeError:
-        if hasattr(chunks, "__iter__"):
-            raise TypeError(
-                f"{entry}() takes an async iterable of chunks, and {type(chunks).__name__!r} is a (sync) iterable: "
-                f"read it with {instead}"
-            ) from None
-        raise
+def _not_async(chunks: object, entry: str, instead: str) -> None:
+    """``chunks`` is not an async iterable: if it is a sync one, a ``TypeError`` that names the sync entry point."""
+    if hasattr(chunks, "__iter__"):
+        raise TypeError(
+            f"{entry}() takes an async iterable of chunks, and {type(chunks).__name__!r} is a (sync) iterable: "
+            f"read it with {instead}"
+        ) from None
 
 
 def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:

@@ -2,7 +2,7 @@
 
 This is the logic behind ``streamfsm check`` and ``streamfsm assemble``, kept apart from the terminal
 (``_cli.py`` formats what this returns). Recordings are read by the one reader of recordings
-(``_recordings.py``: every format, every kind of source, one rule for lines, blank lines and the BOM),
+(``_reader.py``: every format, every kind of source, one rule for lines, blank lines and the BOM),
 one stream at a time. The converters' own errors (``MALFORMED_RESPONSE``, ``STREAM_CLOSED``,
 ``EMPTY_RESPONSE``, ...) are reported like protocol errors, where they happened in the stream.
 """
@@ -24,6 +24,7 @@ from ._lines import BLANK, BOM, LineTooLong, bounded_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
 from ._quote import quote
+from ._reader import scan_recordings
 from ._recordings import (
     FORMATS,
     NOT_JSON_SHOWN,
@@ -31,7 +32,6 @@ from ._recordings import (
     RecordedStream,
     RecordingSource,
     UnknownFormat,
-    scan_recordings,
 )
 from ._shape import InvalidLine
 from ._sources import STREAM_SUFFIXES, open_binary

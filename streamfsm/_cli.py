@@ -8,9 +8,7 @@ interrupted; 141 when standard output was closed early.
 
 The checking itself lives in ``_check.py`` and returns plain reports, run over many files by ``_corpus.py`` (here,
 in worker processes, or on a Dask cluster); this module walks the paths and formats the reports for a terminal or
-as JSON lines. Colours only on
-a terminal (``--color``), never when ``NO_COLOR`` is set; the boxed summary table needs the ``cli`` extra
-(``rich``), and the command works without it (a plain table). The progress bar is the command's own (:class:`_Bar`).
+as JSON lines (``_cli_report.py``), with the command's own progress bar (``_progress.py``).
 """
 
 # ruff: noqa: E402  (the start-up guard comes before the imports it guards)
@@ -22,33 +20,44 @@ from . import _startup
 _startup.guard_if_the_program()  # Ctrl-C from here on is exit 130 (see _startup): before the imports below
 
 import contextlib
-import json
 import os
-import shutil
 import sys
 import time
-from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Final, cast
-
-import orjson
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
 
 from ._check import (
     FORMATS,
-    UNSAFE,
     FileCheck,
     FileReport,
-    StreamReport,
     check_file,
     check_source,
     printable,
-    short,
+)
+from ._cli_report import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    Style,
+    Summary,
+    file_json,
+    format_report,
+    format_summary,
+    is_terminal,
+    json_text,
+    plural,
+    rich_summary,
+    terminal_width,
+    wants_color,
 )
 from ._config import Policy
 from ._corpus import SchedulerError, reports, stdin_bytes
 from ._machine import diagram
-from ._sources import STDIN, _inputs
+from ._progress import progress
+from ._sources import STDIN
+from ._walk import named_files
 
 if TYPE_CHECKING:  # imported when used: a Ctrl-C while they load is then inside main()
     import argparse
@@ -61,469 +70,9 @@ __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_USAGE",
-    "Style",
-    "Summary",
-    "file_json",
-    "format_report",
-    "format_summary",
-    "json_text",
+    "build_parser",
     "main",
 ]
-
-#: Every stream is valid.
-EXIT_OK: Final = 0
-#: At least one stream is invalid.
-EXIT_INVALID: Final = 1
-#: A usage error, or an input that could not be read.
-EXIT_USAGE: Final = 2
-#: Interrupted (Ctrl-C).
-EXIT_INTERRUPTED: Final = 130
-#: Standard output was closed before the end (``| head``), as a shell reports a process killed by SIGPIPE.
-EXIT_BROKEN_PIPE: Final = 141
-
-#: Line width when the output is not a terminal.
-DEFAULT_WIDTH: Final = 120
-
-
-# -- styles -----------------------------------------------------------------------------------------
-
-
-class Style:
-    """ANSI styling that is switched off entirely when colour is not wanted."""
-
-    _CODES: Final = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, *styles: str) -> str:
-        """``text`` in ``styles`` (names of :attr:`_CODES`), or as it is when colour is off."""
-        if not self.enabled or not styles or not text:
-            return text
-        codes = ";".join(self._CODES[s] for s in styles)
-        return f"\x1b[{codes}m{text}\x1b[0m"
-
-
-def wants_color(choice: str, stream: IO[str]) -> bool:
-    """Whether to colour ``stream``: never with ``NO_COLOR`` set; ``auto`` colours a terminal that is not dumb."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    if choice != "auto":
-        return choice == "always"
-    return _isatty(stream) and os.environ.get("TERM") != "dumb"
-
-
-def _isatty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _width(stream: IO[str]) -> int:
-    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _isatty(stream) else DEFAULT_WIDTH
-
-
-#: The characters of ``UNSAFE`` that JSON writes as they are (DEL, C1 controls, bidi controls, line
-#: separators; C0 controls it escapes already), as ``\uXXXX`` escapes: the same JSON, safe on a terminal.
-#: A lone surrogate (a file name that is not UTF-8) cannot be written in UTF-8 JSON: it is written as the
-#: text ``printable`` shows for it (``\xff``, the byte it stands for).
-_JSON_ESCAPES: Final = {
-    **{c: f"\\u{c:04x}" for c in UNSAFE if c >= 0x7F},
-    **{c: json.dumps(printable(chr(c)))[1:-1] for c in range(0xD800, 0xE000)},
-}
-
-
-def json_text(value: Any, indent: bool = False) -> str:
-    """``value`` as JSON text (orjson's), with the characters that could drive a terminal written escaped.
-
-    Escaping keeps the JSON's meaning (``\\u202e`` is U+202E), except for lone surrogates (a file name
-    that is not UTF-8), which UTF-8 JSON cannot hold: they become the text ``\\xff``.
-    """
-    try:
-        text = orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
-    except TypeError:  # a lone surrogate: the standard encoder writes it, and it is replaced below
-        separators = (",", ": " if indent else ":")
-        text = json.dumps(value, ensure_ascii=False, indent=2 if indent else None, separators=separators, default=str)
-    return text.translate(_JSON_ESCAPES)
-
-
-# -- formatting -------------------------------------------------------------------------------------
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def format_report(report: StreamReport, style: Style, width: int = DEFAULT_WIDTH) -> str:
-    """One stream's report for a terminal: one line for a valid stream; for a bad one, compiler style.
-
-    A bad stream gives ``path:line: CODE message`` (``path:57 (member 12 of the text-chunks row): ...`` for a
-    chunk a packed row of a session log stood for), then the offending chunk at its line (for
-    ``STREAM_TRUNCATED`` the last chunk received), then where in the stream it is and what the machine
-    accepted in the state it was in. A valid stream's line ends with a ``note`` for each thing its policy
-    accepted that ``Policy.STRICT`` would not (see ``StreamAssembler.notes``).
-    """
-    if report.ok:
-        notes = "".join(
-            f"; {style('note', 'cyan')}: {printable(n.message)} [{n.code} at chunk {n.chunk_index}"
-            f"{f', {n.count} chunks' if n.count > 1 else ''}]"
-            for n in report.notes
-        )
-        return f"{style(printable(report.name), 'bold')}: {style('ok', 'green')}; {_good_details(report)}{notes}"
-    where = printable(f"{report.path}:{report.line}" if report.line is not None else report.path)
-    if report.member is not None:
-        where += f" ({report.member})"
-    lines = [f"{style(where, 'bold')}: {style(str(report.code), 'red', 'bold')} {printable(str(report.message))}"]
-    gutter = str(report.line) if report.line is not None else ""
-    pad = max(len(gutter), 4)
-    if report.chunk is not None:
-        lines.append(f"  {gutter:>{pad}} {style('|', 'dim')} {short(report.chunk, max(width - pad - 5, 20))}")
-    lines.append(f"  {'':>{pad}} {style('=', 'cyan')} {_bad_note(report)}")
-    return "\n".join(lines)
-
-
-def _good_details(report: StreamReport) -> str:
-    blocks = report.blocks or ()
-    parts = [_plural(len(blocks), "block") + (f" ({', '.join(blocks)})" if blocks else "")]
-    calls = report.tool_calls or ()
-    parts.append(f"tool calls: {printable(', '.join(name for _, name in calls))}" if calls else "no tool calls")
-    usage = report.usage
-    if usage is None:
-        parts.append("no usage")
-    else:
-        extra = [f"{usage[key]} {label}" for key, label in _USAGE_EXTRA if usage.get(key) is not None]
-        parts.append(
-            f"usage {usage['inputTokens']} in / {usage['outputTokens']} out"
-            + (f" ({', '.join(extra)})" if extra else "")
-        )
-    finish = report.finish or {}
-    failure = finish.get("failure")
-    text = f"finish {finish.get('kind')}"
-    if failure:
-        text += f" ({printable(str(failure.get('code')))}: {short(str(failure.get('message')), 60)})"
-    parts.append(text)
-    if report.interrupted:
-        parts.append(f"interrupted: {', '.join(report.interrupted)}")
-    if report.kept:
-        from ._providers.replay import describe_kept  # the provider layer: loaded when a provider stream was read
-
-        parts.append(describe_kept(report.kept))
-    return printable("; ".join(parts))  # block types and finish kinds come as they were recorded (HARNESS)
-
-
-_USAGE_EXTRA: Final = (
-    ("cacheReadTokens", "cache read"),
-    ("cacheWriteTokens", "cache write"),
-    ("reasoningTokens", "reasoning"),
-)
-
-
-def _bad_note(report: StreamReport) -> str:
-    where = f"stream {report.stream}, " if report.numbered else ""
-    if report.state is None:  # the reader or converter stopped, not the machine
-        return f"{where}the {report.format} reader stopped after {_plural(report.chunks, 'chunk')}"
-    if report.chunk_index is not None and report.chunk_index >= report.chunks:
-        where += f"the input ended after {_plural(report.chunks, 'chunk')}"
-    else:
-        where += f"chunk {report.chunk_index} of {report.chunks}"
-    accepts = ", ".join(report.expected or ()) or "nothing"
-    return f"{where}; state {report.state} accepts {accepts} (policy {report.policy})"
-
-
-@dataclass(slots=True)
-class Summary:
-    """What a ``check`` run found, for the closing table: streams by outcome and code, and files."""
-
-    policy: str
-    files: int = 0
-    streams: int = 0
-    ok: int = 0
-    ok_files: int = 0
-    #: Invalid streams by code, and how many files hold at least one of each.
-    codes: Counter[str] = field(default_factory=Counter)
-    code_files: Counter[str] = field(default_factory=Counter)
-    #: Files that record no stream (a session log without a model turn), and files that could not be read.
-    empty: int = 0
-    unreadable: int = 0
-    seconds: float = 0.0
-
-    #: What the file being counted has shown so far (see :meth:`add_stream` and :meth:`end_file`).
-    _file_streams: int = field(default=0, repr=False)
-    _file_ok: bool = field(default=False, repr=False)
-    _file_codes: set[str] = field(default_factory=set, repr=False)
-
-    def add(self, report: FileReport) -> None:
-        """Count one file's report."""
-        for stream in report.streams:
-            self.add_stream(stream)
-        self.end_file(report.error)
-
-    def add_stream(self, stream: StreamReport) -> None:
-        """Count one stream of the file being counted."""
-        self.streams += 1
-        self._file_streams += 1
-        if stream.ok:
-            self.ok += 1
-            self._file_ok = True
-        else:
-            code = str(stream.code)
-            self.codes[code] += 1
-            self._file_codes.add(code)
-
-    def end_file(self, error: str | None) -> None:
-        """The file being counted is over (``error``: why it could not be read, or read to the end)."""
-        self.files += 1
-        if error is not None:
-            self.unreadable += 1
-        elif not self._file_streams:
-            self.empty += 1
-        self.ok_files += self._file_ok
-        self.code_files.update(self._file_codes)
-        self._file_streams, self._file_ok = 0, False
-        self._file_codes.clear()
-
-    @property
-    def invalid(self) -> int:
-        """Streams that broke a rule."""
-        return self.streams - self.ok
-
-    def rows(self) -> list[tuple[str, str, str, str]]:
-        """``(outcome, code, streams, files)`` rows: valid first, then codes by count, then files without streams."""
-        rows = [("ok", "", str(self.ok), str(self.ok_files))] if self.ok or not self.codes else []
-        for code, count in sorted(self.codes.items(), key=lambda item: (-item[1], item[0])):
-            rows.append(("invalid", code, str(count), str(self.code_files[code])))
-        if self.empty:
-            rows.append(("no streams", "", "-", str(self.empty)))
-        if self.unreadable:
-            rows.append(("unreadable", "", "-", str(self.unreadable)))
-        return rows
-
-    def status(self) -> int:
-        """The command's exit status for what was found (see :data:`EXIT_OK` and the others)."""
-        if self.unreadable:
-            return EXIT_USAGE
-        return EXIT_INVALID if self.invalid else EXIT_OK
-
-    def to_json(self) -> dict[str, Any]:
-        """The closing object of ``check --json``: the counts of the table, and the exit status (no time taken: the
-        same files give the same output, whatever ran them)."""
-        return {
-            "kind": "summary",
-            "policy": self.policy,
-            "files": self.files,
-            "streams": self.streams,
-            "ok": self.ok,
-            "invalid": self.invalid,
-            "codes": {
-                code: {"streams": count, "files": self.code_files[code]}
-                for code, count in sorted(self.codes.items(), key=lambda item: (-item[1], item[0]))
-            },
-            "ok_files": self.ok_files,
-            "empty_files": self.empty,
-            "unreadable_files": self.unreadable,
-            "exit": self.status(),
-        }
-
-    def headline(self) -> str:
-        """One sentence: how much was checked, under which policy, how long it took, what came out."""
-        return (
-            f"checked {_plural(self.streams, 'stream')} in {_plural(self.files, 'file')} (policy {self.policy}) "
-            f"in {self.seconds:.2f} s: {self.ok} ok, {self.invalid} invalid"
-            + (f", {self.unreadable} unreadable" if self.unreadable else "")
-        )
-
-
-_HEADERS: Final = ("outcome", "code", "streams", "files")
-
-
-def format_summary(summary: Summary, style: Style) -> str:
-    """The closing table as plain aligned text (the one for pipes and logs)."""
-    rows = summary.rows()
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADERS)]
-
-    def line(cells: Sequence[str], outcome: str | None = None) -> str:
-        text = "  ".join(
-            cell.rjust(widths[i]) if i >= 2 else cell.ljust(widths[i]) for i, cell in enumerate(cells)
-        ).rstrip()
-        colour = {"ok": "green", "invalid": "red", "unreadable": "red"}.get(outcome or "")
-        return "  " + (style(text, colour) if colour else text)
-
-    out = [style(summary.headline(), "bold"), "", style(line(_HEADERS), "dim")]
-    out.extend(line(row, row[0]) for row in rows)
-    return "\n".join(out)
-
-
-def _rich_summary(summary: Summary, color: bool) -> bool:
-    """Print the closing table with rich on a terminal; False when rich is not installed."""
-    try:
-        from rich import box
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        return False
-    console = Console(file=sys.stdout, no_color=not color, highlight=False)
-    console.print(summary.headline(), style="bold")
-    table = Table(box=box.SIMPLE_HEAD)
-    for i, header in enumerate(_HEADERS):
-        table.add_column(header, justify="right" if i >= 2 else "left")
-    for row in summary.rows():
-        table.add_row(*row, style={"ok": "green", "invalid": "red", "unreadable": "red"}.get(row[0], ""))
-    console.print(table)
-    return True
-
-
-# -- inputs -----------------------------------------------------------------------------------------
-
-
-#: How often the progress bar is redrawn, and the lines printed meanwhile written (seconds): a terminal that
-#: redraws for every file of a corpus of small ones spends more time drawing than the command spends checking.
-REDRAW: Final = 0.1
-#: Lines held between redraws at most (one file of many streams, or a slow one, does not hold its report).
-HELD_LINES: Final = 2000
-
-
-class _Bar:
-    """A one-line progress bar on a terminal (standard error), redrawn at most every :data:`REDRAW` seconds.
-
-    While it is shown, what the command writes to a terminal (standard error, and standard output when it is one)
-    is held, in order, and written in one go just before a redraw, above the bar: one redraw and one write for the
-    lines of many files, never one per line.
-    """
-
-    def __init__(self, total: int, stream: IO[str], style: Style) -> None:
-        self.total, self.done, self.path = total, 0, ""
-        self._stream, self._style = stream, style
-        self._started = time.monotonic()
-        self._due = self._started  # drawn at the first file, then at most every REDRAW seconds
-        self._drawn = 0  # the columns of the bar on the terminal (0: not drawn)
-        self._marks = "\u2501\u2500"
-        try:  # a terminal whose encoding has no box-drawing characters gets ASCII
-            self._marks.encode(getattr(stream, "encoding", None) or "ascii")
-        except (LookupError, UnicodeEncodeError):
-            self._marks = "#-"
-        self._held: list[tuple[IO[str], str]] = []
-        self._lines = 0
-
-    def holder(self, real: IO[str]) -> _Held:
-        """A stand-in for ``real`` (``sys.stdout``, ``sys.stderr``) whose writes are held until the next redraw."""
-        return _Held(self, real)
-
-    def hold(self, real: IO[str], text: str) -> None:
-        self._held.append((real, text))
-        self._lines += text.count("\n")
-        if self._lines >= HELD_LINES or time.monotonic() >= self._due:
-            self.redraw()
-
-    def advance(self, path: str) -> None:
-        """One more file checked (``path``)."""
-        self.done += 1
-        self.path = path
-        if time.monotonic() >= self._due:
-            self.redraw()
-
-    def redraw(self) -> None:
-        """Write what is held, above the bar, and draw the bar again."""
-        self._clear()
-        self._write_held()
-        line, self._drawn = self._line()
-        self._stream.write(line)
-        self._stream.flush()
-        self._due = time.monotonic() + REDRAW
-
-    def close(self) -> None:
-        """Take the bar off the terminal and write what is held."""
-        self._clear()
-        self._write_held()
-        self._stream.flush()
-
-    def _clear(self) -> None:
-        # Spaces over the bar, not an erase sequence: a console that takes no ANSI sequences clears it too.
-        if self._drawn:
-            self._stream.write(f"\r{' ' * self._drawn}\r")
-            self._drawn = 0
-
-    def _write_held(self) -> None:
-        held, self._held, self._lines = self._held, [], 0
-        self._stream.flush()  # the bar is off the terminal before the lines go where it was
-        previous: IO[str] | None = None
-        for real, text in held:
-            if previous is not None and real is not previous:
-                previous.flush()  # standard output and error in the order they were written
-            real.write(text)
-            previous = real
-        if previous is not None:
-            previous.flush()
-
-    def _line(self) -> tuple[str, int]:
-        """``checking ━━━━━━━━━━───── 1234/3000 0:01 path``, cut to the terminal's width, and its columns."""
-        width = max(_width(self._stream) - 1, 20)  # the last column: a line that fills it wraps on some terminals
-        seconds = int(time.monotonic() - self._started)
-        count = f"{self.done}/{self.total} {seconds // 60}:{seconds % 60:02d}"
-        cells = max(min(40, width - len(count) - 30), 10)
-        full = cells * self.done // max(self.total, 1)
-        done, left = self._marks[0], self._marks[1]
-        bar = self._style(done * full, "cyan") + self._style(left * (cells - full), "dim")
-        room = width - len("checking ") - cells - len(count) - 2
-        path, columns = _cut_to_cells(_tail(printable(self.path), max(room, 0)), room) if room > 1 else ("", 0)
-        text = f"checking {bar} {count}" + (f" {self._style(path, 'dim')}" if path else "")
-        return text, len("checking ") + cells + 1 + len(count) + (1 + columns if path else 0)
-
-
-class _Held:
-    """A text stream whose writes wait for the progress bar's next redraw (see :class:`_Bar`)."""
-
-    def __init__(self, bar: _Bar, real: IO[str]) -> None:
-        self._bar, self._real = bar, real
-
-    def write(self, text: str) -> int:
-        self._bar.hold(self._real, text)
-        return len(text)
-
-    def flush(self) -> None:
-        """Held until the bar's next redraw, on purpose."""
-
-    def isatty(self) -> bool:
-        return _isatty(self._real)
-
-    def fileno(self) -> int:
-        return self._real.fileno()
-
-    @property
-    def encoding(self) -> str:
-        return str(getattr(self._real, "encoding", "utf-8"))
-
-
-def _cut_to_cells(text: str, cells: int) -> tuple[str, int]:
-    """The end of ``text`` in at most ``cells`` terminal columns (East Asian wide characters take two), and the
-    columns it takes."""
-    import unicodedata
-
-    used = 0
-    for i in range(len(text) - 1, -1, -1):
-        width = 2 if unicodedata.east_asian_width(text[i]) in "WF" else 1
-        if used + width > cells:
-            return text[i + 1 :], used
-        used += width
-    return text, used
-
-
-@contextlib.contextmanager
-def _progress(total: int, enabled: bool, color: bool) -> Iterator[_Bar | None]:
-    """A progress bar on standard error, or ``None``; what is printed meanwhile on the terminal goes above it."""
-    if not enabled:
-        yield None
-        return
-    bar = _Bar(total, sys.stderr, Style(color))
-    out, err = sys.stdout, sys.stderr
-    try:
-        if _isatty(out):
-            sys.stdout = cast("IO[str]", bar.holder(out))
-        sys.stderr = cast("IO[str]", bar.holder(err))
-        yield bar
-    finally:
-        sys.stdout, sys.stderr = out, err
-        bar.close()
 
 
 # -- commands ---------------------------------------------------------------------------------------
@@ -534,17 +83,12 @@ def _say(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
-def _tail(text: str, limit: int) -> str:
-    """The end of ``text`` in ``limit`` characters: of a long path, the file's name is what tells files apart."""
-    return text if len(text) <= limit else "\u2026" + text[-(limit - 1) :]
-
-
 def _complain(text: str) -> None:
     sys.stderr.write(f"streamfsm: {printable(text)}\n")
 
 
 def _check(args: argparse.Namespace) -> int:
-    inputs = _inputs(args.paths, follow_links=args.follow_links)
+    inputs = named_files(args.paths, follow_links=args.follow_links)
     for item in inputs:
         if item.skipped is not None:
             _complain(f"{item.path}: {item.skipped}")
@@ -554,13 +98,13 @@ def _check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     policy = Policy(args.policy)
     color = wants_color(args.color, sys.stdout)
-    style, width = Style(color), _width(sys.stdout)
+    style, width = Style(color), terminal_width(sys.stdout)
     summary = Summary(policy.value)
     started = time.perf_counter()
-    show_bar = args.progress and len(inputs) > 1 and _isatty(sys.stderr)
+    show_bar = args.progress and len(inputs) > 1 and is_terminal(sys.stderr)
     try:
         with (
-            _progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
+            progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
             contextlib.closing(
                 reports(inputs, args.format, policy, jobs=args.jobs, scheduler=args.scheduler, lazy=True)
             ) as run,
@@ -577,7 +121,7 @@ def _check(args: argparse.Namespace) -> int:
         _say(json_text(summary.to_json()))
     else:
         _say("")
-        if not (_isatty(sys.stdout) and _rich_summary(summary, color)):
+        if not (is_terminal(sys.stdout) and rich_summary(summary, color)):
             _say(format_summary(summary, style))
     return summary.status()
 
@@ -605,18 +149,6 @@ def _print_file(
         _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
 
 
-def file_json(report: FileReport | FileCheck) -> dict[str, Any]:
-    """The ``check --json`` object of a file that holds no stream: its path, its format (when it was told), and
-    why it could not be read (``null`` when it was read: it records no stream)."""
-    return {
-        "kind": "file",
-        "path": report.path,
-        "format": report.format if report.error is None else None,
-        "streams": 0,
-        "error": report.error,
-    }
-
-
 def _assemble(args: argparse.Namespace) -> int:
     path = args.path
     if path != STDIN and os.path.isdir(path):
@@ -633,14 +165,14 @@ def _assemble(args: argparse.Namespace) -> int:
     pairs = list(zip(report.streams, report.results or [], strict=True))
     if args.stream is not None:
         if not 0 <= args.stream < len(pairs):
-            _complain(f"error: {path} records {_plural(len(pairs), 'stream')}; there is no stream {args.stream}")
+            _complain(f"error: {path} records {plural(len(pairs), 'stream')}; there is no stream {args.stream}")
             return EXIT_USAGE
         pairs = [pairs[args.stream]]
     style = Style(wants_color(args.color, sys.stderr))
     status = EXIT_OK
     for stream, result in pairs:
         if result is None:
-            sys.stderr.write(format_report(stream, style, _width(sys.stderr)) + "\n")
+            sys.stderr.write(format_report(stream, style, terminal_width(sys.stderr)) + "\n")
             status = EXIT_INVALID
         else:
             _say(json_text(result.to_wire(), indent=not args.compact))

@@ -1,65 +1,55 @@
-"""The one reader of recordings: the library, the command and the tests read every recorded stream here.
+"""What a recording is: the formats it may be in (told apart by its first lines), its source read as lines, and
+the streams read from it (:class:`RecordedStream`, :class:`RecordedChunks`).
 
 A *source* is a path (``str`` or ``os.PathLike``; a ``str`` may also be an fsspec URL, and a name ending
 ``.gz`` or ``.zst`` is decompressed as it is read: ``_sources.open_binary``), ``bytes`` (or
 ``bytearray``/``memoryview``), or a binary or text file object (standard input included). A ``str`` is a path, as
-for ``open()``: text already in
-memory is given as ``bytes`` or ``io.StringIO`` (pandas deprecated literal text in ``read_json`` for the
-same reason: a string that is meant as a path must never be read as content). Sources are read line by
-line as they come, never copied to a temporary file.
+for ``open()``: text already in memory is given as ``bytes`` or ``io.StringIO`` (pandas deprecated literal text in
+``read_json`` for the same reason: a string that is meant as a path must never be read as content). Sources are
+read line by line as they come, never copied to a temporary file.
 
-One rule for every format and entry point (``read_recordings``, ``read_session``, ``assemble_jsonl``,
-``validate_jsonl``, ``streamfsm check`` and ``assemble``):
-
-- **Lines** are the one rule of ``_lines.py``: JSON lines and session logs split at LF (a CR before it is JSON
-  whitespace), blank lines skipped (they count for line numbers, 1-based, and take no position in the
-  stream), a BOM at the very start skipped. An SSE body is split at CR, LF or CRLF, as the SSE specification
-  says. (A text file object opened with universal newlines has already turned CR into a line end: that is the
-  file object's choice.)
-
-Formats (:data:`FORMATS`): ``jsonl`` (one chunk a line), ``harness-session`` (a DeepSeek Harness session
-log, SPEC §6: ``assistant/chunk`` event lines and packed ``*-chunks`` storage rows, one stream per
-``finish``), and one format per wire API, each a provider's SSE body or its events as JSON lines (one event a
-line), converted by the wire API's converter (:data:`PROVIDER_FORMATS`): ``openai-sse`` (chat completions,
-``sf.from_openai_chunks``), ``anthropic-sse`` (Messages, ``sf.from_anthropic_events``), ``openai-responses``
-(``sf.from_openai_responses_events``), ``gemini`` (``sf.from_gemini_chunks``), ``bedrock``
-(``sf.from_bedrock_events``: the events boto3's ``converse_stream`` yields, as JSON lines) and ``cohere``
-(``sf.from_cohere_events``). ``auto`` tells them apart by the first lines. An SSE body is parsed by the
-adapters' own parser (``_providers/sse.py``), each event knowing the line it starts at.
+This module is the core's: it knows each wire API's events only by their names and fields, to tell a format (and
+to say which converter a provider's event wants); the one reader (``_reader.py``) reads each format, a provider's
+through its converter (``_providers/recorded.py``).
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
+from typing import IO, Any, Final, TypeAlias
 
 import orjson
 
-from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
-from ._errors import ErrorCode, LlmError
-from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, not_json, without_bom
+from ._chunk_rows import ROW_TYPES
+from ._errors import LlmError
+from ._lines import BLANK, bounded_lines, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
 
-if TYPE_CHECKING:
-    from ._providers.convert import Turns
-
 __all__ = [
+    "ECHO_BYTES",
     "FORMATS",
+    "NOT_JSON_SHOWN",
     "PROVIDER_FORMATS",
-    "ROW_TYPES",
+    "READERS",
+    "ROW_SHOWN",
+    "Entry",
+    "Lines",
+    "Numbered",
     "RecordedChunks",
     "RecordedStream",
     "RecordingSource",
     "UnknownFormat",
+    "Where",
+    "converter_hint",
+    "detect",
     "detect_format",
-    "open_recordings",
-    "read_recordings",
-    "read_session",
-    "scan_recordings",
+    "invalid_line",
+    "raw_lines",
+    "source_name",
 ]
 
 #: What a recording is read from: a path, bytes, or a binary or text file object.
@@ -185,7 +175,7 @@ def _member(chunk: object, k: int) -> str | None:
 
 #: What a format's reader gives for each chunk of a stream: the chunk, its line, its member of a packed row (0
 #: for none).
-_Entry: TypeAlias = "tuple[Any, int | None, int]"
+Entry: TypeAlias = "tuple[Any, int | None, int]"
 
 
 class RecordedChunks:
@@ -199,8 +189,8 @@ class RecordedChunks:
     """
 
     __slots__ = (
-        "_entries",
         "count",
+        "entries",
         "failure",
         "failure_line",
         "failure_text",
@@ -217,14 +207,14 @@ class RecordedChunks:
         "where",
     )
 
-    def __init__(self, path: str, number: int, fmt: str, entries: Iterator[_Entry]) -> None:
+    def __init__(self, path: str, number: int, fmt: str, entries: Iterator[Entry]) -> None:
         self.path = path
         #: 0-based position of this stream in its recording.
         self.number = number
         self.format = fmt
         self.turn: Any = None
         self.step: Any = None
-        self._entries = entries
+        self.entries = entries
         self.count = 0
         self.first_line: int | None = None
         self.last: Any = None
@@ -236,7 +226,7 @@ class RecordedChunks:
         #: Whether another stream follows in the recording (known once this one's chunks are over).
         self.more = False
         #: The line the reader is on, as written (see :meth:`written`); ``None`` where the reader does not say.
-        self.where: _Where | None = None
+        self.where: Where | None = None
 
     def written(self) -> str | None:
         """The line the chunk given last came from, as written in the source (its first :data:`ECHO_BYTES`, an
@@ -250,7 +240,7 @@ class RecordedChunks:
 
     def chunks(self) -> Iterator[Any]:
         """The stream's chunks, each once, as they are read (``last``, ``line`` and ``member`` follow them)."""
-        for chunk, line, k in self._entries:
+        for chunk, line, k in self.entries:
             self.count += 1
             self.last, self.line, self.k = chunk, line, k
             if self.first_line is None:
@@ -292,10 +282,38 @@ class RecordedChunks:
         )
 
 
+class Where:
+    """The line a reader is on. Of a provider recording: the line of the event the converter is working on (the
+    chunks it yields come from it), of the event before it (a turn's last chunks, made once the first event of the
+    next turn was read), and of the event a turn's conversion failed at (``failed``: its line and text). Of JSON
+    lines and session logs: the first :data:`ECHO_BYTES` of the line as read (``raw``; ``cut`` when the line is
+    longer)."""
+
+    __slots__ = ("before", "cut", "failed", "line", "raw", "text")
+
+    def __init__(self) -> None:
+        self.line: int | None = None
+        self.before: int | None = None
+        self.text: str | None = None
+        self.failed: tuple[int | None, str | None] | None = None
+        self.raw: bytes | None = None
+        self.cut = False
+
+    def read(self, raw: bytes) -> None:
+        """``raw`` is the line being read (a short line is kept as it is: no copy; a long one, its start)."""
+        self.cut = len(raw) > ECHO_BYTES
+        self.raw = raw[:ECHO_BYTES] if self.cut else raw
+
+    def fail(self, between: bool) -> None:
+        """A turn's conversion failed at the event in hand, or (``between``: the next turn's first event was read)
+        at its end, after the event before."""
+        self.failed = (self.before, None) if between else (self.line, self.text)
+
+
 # -- sources and lines ------------------------------------------------------------------------------
 
 
-def _name_of(source: object) -> str:
+def source_name(source: object) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fsdecode(source)
     name = getattr(source, "name", None)
@@ -304,7 +322,7 @@ def _name_of(source: object) -> str:
     return "-" if source is not None and not isinstance(source, (bytes, bytearray, memoryview)) else "<bytes>"
 
 
-def _raw_lines(source: RecordingSource) -> Iterator[bytes]:
+def raw_lines(source: RecordingSource) -> Iterator[bytes]:
     """The LF-ended lines of ``source`` as bytes, the BOM at its start removed (the one rule, above)."""
     if isinstance(source, (str, os.PathLike)):
         with open_binary(source) as handle:
@@ -321,7 +339,7 @@ def _raw_lines(source: RecordingSource) -> Iterator[bytes]:
     yield from without_bom(bounded_lines(source))
 
 
-class _Numbered:
+class Numbered:
     """``(line number, line)`` of the lines that hold more than JSON whitespace.
 
     An iterator, not a generator: it keeps no reference to the line it gave (a generator's frame would hold a
@@ -334,7 +352,7 @@ class _Numbered:
         self._lines = iter(lines)
         self._number = 0
 
-    def __iter__(self) -> _Numbered:
+    def __iter__(self) -> Numbered:
         return self
 
     def __next__(self) -> tuple[int, bytes]:
@@ -353,7 +371,7 @@ NOT_JSON_SHOWN: Final = 16
 ROW_SHOWN: Final = 200
 
 
-def _invalid(raw: bytes, reason: str, what: str = "line is not JSON", shown: int = NOT_JSON_SHOWN) -> InvalidLine:
+def invalid_line(raw: bytes, reason: str, what: str = "line is not JSON", shown: int = NOT_JSON_SHOWN) -> InvalidLine:
     """A refused line, quoted by its first ``shown`` characters (``…`` marks the cut); only those are decoded."""
     text = raw[: 4 * shown + 64].decode("utf-8", "backslashreplace").strip()
     if len(text) > shown or len(raw) > 4 * shown + 64:
@@ -364,7 +382,7 @@ def _invalid(raw: bytes, reason: str, what: str = "line is not JSON", shown: int
 # -- formats ----------------------------------------------------------------------------------------
 
 
-class _Lines:
+class Lines:
     """The lines of a source with the first ones read ahead (to tell the format) and given back in order."""
 
     def __init__(self, lines: Iterator[bytes]) -> None:
@@ -405,7 +423,7 @@ def _is_session_record(record: dict[str, Any]) -> bool:
     return kind == "session" or kind in ROW_TYPES or ("/" in kind and "seq" in record and "data" in record)
 
 
-def _detect(lines: _Lines) -> str:
+def detect(lines: Lines) -> str:
     first = lines.first_content()
     if first.startswith(b"{"):
         try:
@@ -472,7 +490,7 @@ def converter_hint(chunk: object) -> str:
         fmt = next((f for prefix, f in _SDK_FORMATS if module.startswith(prefix)), None)
     if fmt is None:
         return ""
-    converter, who = _READERS[fmt]
+    converter, who = READERS[fmt]
     api = {"openai-sse": "OpenAI chat completions", "openai-responses": "OpenAI Responses"}.get(fmt, who)
     return f"; it is an event of the {api} wire API, not a block-protocol chunk: convert them with sf.{converter}(...)"
 
@@ -492,7 +510,7 @@ def detect_format(source: RecordingSource) -> str:
     their data, told as above) say which provider. Anything else (an empty file, a line that is not JSON) is
     ``jsonl``, where the machine reports it.
     """
-    return _detect(_Lines(_raw_lines(source)))
+    return detect(Lines(raw_lines(source)))
 
 
 def _sse_split(raw: bytes) -> list[str]:
@@ -529,227 +547,8 @@ def _sse_provider(lines: list[bytes]) -> str | None:
     return None
 
 
-# -- reading ----------------------------------------------------------------------------------------
-
-
-def open_recordings(
-    source: RecordingSource, format: str = "auto", *, name: str | None = None
-) -> tuple[str, Iterator[RecordedStream]]:
-    """The format of ``source`` and its streams, read lazily (one stream in memory at a time).
-
-    ``name`` is what reports call the source (default: its path, or the file object's ``name``). Raises
-    :class:`UnknownFormat` when ``auto`` cannot tell, ``ValueError`` for an unknown ``format``, and
-    ``OSError`` when a path cannot be opened (at once, not at the first stream).
-    """
-    fmt, streams = scan_recordings(source, format, name=name)
-    return fmt, (stream.recorded() for stream in streams)
-
-
-def scan_recordings(
-    source: RecordingSource, format: str = "auto", *, name: str | None = None
-) -> tuple[str, Iterator[RecordedChunks]]:
-    """:func:`open_recordings` one chunk at a time: the format, and each stream as :class:`RecordedChunks`.
-
-    A stream's chunks are read as they are taken; asking for the next stream reads (and drops) what is left
-    of the one before. Memory holds a line (a packed row's members) and what the caller keeps.
-    """
-    if format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
-    path = name if name is not None else _name_of(source)
-    lines = _Lines(_raw_lines(source))
-    lines.peek(1)  # opens a path now: a file that cannot be read fails here
-    fmt = _detect(lines) if format == "auto" else format
-    if fmt == "jsonl":
-        stream = RecordedChunks(path, 0, fmt, iter(()))
-        stream.where = _Where()
-        stream._entries = _jsonl_entries(lines, stream.where)
-        return fmt, iter([stream])
-    if fmt == "harness-session":
-        return fmt, _session_streams(lines, path)
-    return fmt, _provider_streams(lines, fmt, path)
-
-
-def read_recordings(
-    source: RecordingSource, format: str = "auto", *, name: str | None = None
-) -> Iterator[RecordedStream]:
-    """The streams recorded in ``source``, one at a time (see :func:`open_recordings` and the module's rules)."""
-    return open_recordings(source, format, name=name)[1]
-
-
-def read_session(source: RecordingSource, *, name: str | None = None) -> Iterator[RecordedStream]:
-    """Yield the streams recorded in a DeepSeek Harness session log (SPEC §6), one per ``finish``.
-
-    Every ``assistant/chunk`` line contributes its ``data.chunk``; every packed row (``text-chunks``,
-    ``reasoning-chunks``, ``tool-call-chunks``) is expanded into the deltas it stands for, in order,
-    exactly as upstream's decoder does, each knowing its line and member number. A row that is not exactly
-    upstream's shape is an ``INVALID_CHUNK`` at its line, never skipped; so is a line that is not JSON.
-    Other event lines carry no chunks. Chunks after the last finish form a last, unfinished stream (which
-    the machine reports as ``STREAM_TRUNCATED``). ``turn`` and ``step`` are those of the stream's first chunk.
-    """
-    return open_recordings(source, "harness-session", name=name)[1]
-
-
-def _jsonl_entries(lines: Iterable[bytes], where: _Where) -> Iterator[_Entry]:
-    for lineno, raw in _Numbered(lines):
-        where.read(raw)
-        try:
-            chunk = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            chunk = _invalid(raw, not_json(exc))
-        del raw  # the line goes before its chunk is checked: a long one is not held twice
-        yield chunk, lineno, 0
-
-
-def _session_entries(lines: Iterable[bytes], where: _Where) -> Iterator[tuple[Any, int, int, Any]]:
-    """Every chunk a session log records, in order: ``(chunk, line, member, data)`` (``data``: its line's); ``where``
-    follows the line of the chunk given last (``_session_streams`` reads one chunk ahead: it keeps its own)."""
-    for lineno, raw in _Numbered(lines):
-        where.read(raw)
-        # A long packed row is read in place, its members parsed as the machine takes them (_chunk_rows.py).
-        record = scan_row(raw) if len(raw) > SCAN_BYTES else None
-        if record is None:
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                yield _invalid(raw, not_json(exc)), lineno, 0, None
-                continue
-        if not isinstance(record, dict):
-            continue
-        kind = record.get("type")
-        data = record.get("data")
-        if kind == "assistant/chunk":
-            yield (data.get("chunk") if isinstance(data, dict) else None), lineno, 0, data
-        elif isinstance(kind, str) and kind in ROW_TYPES:
-            try:
-                data, members = expand_row(record)
-            except MalformedRow as exc:
-                yield _invalid(raw, str(exc), f"malformed {kind} storage row", ROW_SHOWN), lineno, 0, None
-                continue
-            # Only the members hold the row (and a long row's line) while they are taken: nothing of it is held
-            # once they are over and the next line is read.
-            placed = {"turn": data["turn"], "step": data["step"]}
-            del raw, record, data
-            for k, chunk in enumerate(members, start=1):
-                yield chunk, lineno, k, placed
-
-
-def _is_finish(chunk: object) -> bool:
-    return isinstance(chunk, dict) and chunk.get("type") == "finish"
-
-
-def _session_streams(lines: Iterable[bytes], path: str) -> Iterator[RecordedChunks]:
-    """The streams of a session log, one per ``finish``, each read as it is taken (see :func:`read_session`)."""
-    reading, given = _Where(), _Where()  # the line read ahead, and the line of the chunk given last
-    entries = _session_entries(lines, reading)
-    ahead = next(entries, None)  # the first chunk of the next stream: there is one when this is not None
-    number = 0
-
-    def stream_entries() -> Iterator[_Entry]:
-        nonlocal ahead
-        while ahead is not None:
-            chunk, line, k, _ = ahead
-            given.raw, given.cut = reading.raw, reading.cut
-            ahead = next(entries, None)
-            yield chunk, line, k
-            if _is_finish(chunk):
-                return
-
-    while ahead is not None:
-        stream = RecordedChunks(path, number, "harness-session", stream_entries())
-        stream.where = given
-        data = ahead[3]
-        if isinstance(data, dict):  # the turn and step of the stream's first chunk
-            stream.turn, stream.step = data.get("turn"), data.get("step")
-        yield stream
-        stream.drain()  # what the caller left of it
-        number += 1
-
-
-# -- provider recordings ----------------------------------------------------------------------------
-
-
-class _Where:
-    """The line a reader is on. Of a provider recording: the line of the event the converter is working on (the
-    chunks it yields come from it), of the event before it (a turn's last chunks, made once the first event of the
-    next turn was read), and of the event a turn's conversion failed at (``failed``: its line and text). Of JSON
-    lines and session logs: the first :data:`ECHO_BYTES` of the line as read (``raw``; ``cut`` when the line is
-    longer)."""
-
-    __slots__ = ("before", "cut", "failed", "line", "raw", "text")
-
-    def __init__(self) -> None:
-        self.line: int | None = None
-        self.before: int | None = None
-        self.text: str | None = None
-        self.failed: tuple[int | None, str | None] | None = None
-        self.raw: bytes | None = None
-        self.cut = False
-
-    def read(self, raw: bytes) -> None:
-        """``raw`` is the line being read (a short line is kept as it is: no copy; a long one, its start)."""
-        self.cut = len(raw) > ECHO_BYTES
-        self.raw = raw[:ECHO_BYTES] if self.cut else raw
-
-    def fail(self, between: bool) -> None:
-        """A turn's conversion failed at the event in hand, or (``between``: the next turn's first event was read)
-        at its end, after the event before."""
-        self.failed = (self.before, None) if between else (self.line, self.text)
-
-
-def _sse_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
-    """``(line, data)`` of each event of an SSE body, with the SSE line the event starts at.
-
-    The events are parsed by the adapters' own parser (``_providers/sse.py``, the one that reads a live body),
-    fed the recording line by line as it is read. The end of the recording ends the last event (a file often
-    lacks the blank line after it). One event holds at most :data:`MAX_LINE_BYTES`, as one line does:
-    past it, ``LIMIT_EXCEEDED``.
-    """
-    from ._providers.sse import SSEParser  # here: the provider layer imports the core, which imports this
-
-    parser = SSEParser(MAX_LINE_BYTES)
-    for raw in lines:
-        for event in parser.feed(raw):
-            yield event.line, event.data
-    for event in parser.end(complete=True):
-        yield event.line, event.data
-
-
-def _json_records(lines: Iterable[bytes]) -> Iterator[tuple[int | None, str]]:
-    for lineno, raw in _Numbered(lines):
-        yield lineno, raw.decode("utf-8", "backslashreplace").strip()
-
-
-def _provider_events(
-    records: Iterable[tuple[int | None, str]], where: _Where, fmt: str, *, sse: bool
-) -> Generator[Any, None, None]:
-    """Parsed provider events, with ``where`` following them; an SSE body's ``[DONE]`` as the end of a turn; the
-    end markers enforced as the adapters do (the last turn of a chat-completions body ends with ``[DONE]``, of a
-    Messages body with ``message_stop``)."""
-    from ._providers.convert import END_OF_TURN, event_object  # the provider layer imports the core, which imports this
-
-    who = _READERS[fmt][1]
-    marker = _MARKERS.get(fmt) if sse else None
-    marked = False  # the last turn ended with its marker
-    for line, text in records:
-        if not text:
-            continue
-        where.before, where.line, where.text = where.line, line, text
-        if sse and text == "[DONE]":  # chat completions' end; some Responses servers send it too
-            marked = marker == "[DONE]"
-            yield END_OF_TURN
-            continue
-        event = event_object(text, who)
-        kind = event.get("type")
-        if kind != "ping":
-            marked = marker == "message_stop" and kind == "message_stop"
-        yield event
-    if marker is not None and not marked:
-        where.text = None
-        raise LlmError(f"{who}: the recording ended without {marker}", ErrorCode.STREAM_CLOSED)
-
-
 #: Per provider format: the converter (by name, in ``streamfsm._providers``) and the provider's name in messages.
-_READERS: Final = {
+READERS: Final = {
     "openai-sse": ("from_openai_chunks", "OpenAI"),
     "anthropic-sse": ("from_anthropic_events", "Anthropic"),
     "openai-responses": ("from_openai_responses_events", "OpenAI Responses"),
@@ -757,46 +556,3 @@ _READERS: Final = {
     "bedrock": ("from_bedrock_events", "Bedrock"),
     "cohere": ("from_cohere_events", "Cohere"),
 }
-#: The SSE bodies whose last turn must end with a marker of their own, as the adapters require it; the other wire
-#: APIs' converters say whether the response was complete when the body ends.
-_MARKERS: Final = {"openai-sse": "[DONE]", "anthropic-sse": "message_stop"}
-
-
-def _provider_streams(lines: _Lines, fmt: str, path: str) -> Iterator[RecordedChunks]:
-    """A provider recording converted to block-protocol chunks, one stream per turn (``_providers/turns.py``).
-
-    A recording holds one or more turns, each ended where its wire API says (SSE bodies and JSON lines of events
-    alike); a recorded SSE body is otherwise read as the adapters read a live one: an event that is not a JSON
-    object is ``MALFORMED_RESPONSE``, and the last turn of a chat-completions or Messages body needs its end
-    marker. Except that the last event needs no blank line after it: a file often ends without one. A turn's
-    conversion error becomes its stream's ``failure``, and that stream is the last.
-    """
-    from ._providers.convert import Turns  # the provider layer imports the core, which imports this
-    from ._providers.turns import TURN_APIS
-
-    api = TURN_APIS[_READERS[fmt][0]]
-    sse = not lines.first_content().startswith(b"{")
-    where = _Where()
-    events = _provider_events(_sse_records(lines) if sse else _json_records(lines), where, fmt, sse=sse)
-    turns = Turns(api.new, events, on_failure=where.fail)
-    try:
-        for number, chunks in enumerate(turns):
-            stream = RecordedChunks(path, number, fmt, iter(()))
-            stream._entries = _turn_entries(chunks, where, stream, turns)
-            yield stream
-            stream.drain()  # what the caller left of it
-    finally:
-        events.close()  # what is left of the body is not read (a file is closed now)
-
-
-def _turn_entries(chunks: Iterator[Any], where: _Where, stream: RecordedChunks, turns: Turns) -> Iterator[_Entry]:
-    """One turn's chunks with their lines; the converter's error becomes ``stream.failure``."""
-    try:
-        for chunk in chunks:
-            # Once the next turn's first event was read, what the converter makes came from the events before it.
-            yield chunk, where.before if turns.between else where.line, 0
-    except LlmError as err:
-        line, text = where.failed if where.failed is not None else (where.line, where.text)
-        where.failed = None
-        stream.failure, stream.failure_line, stream.failure_text = err, line, text
-    stream.more = turns.more

@@ -1,23 +1,24 @@
-"""The provider layer: one module per wire API, and the pieces they share.
+"""The provider layer: a converter (and an HTTP adapter) per wire API, and the pieces they share.
 
 Modelled on httpx's ``_transports``: flat modules, private to streamfsm, whose public names are re-exported
 here and, from here, by :mod:`streamfsm` (import them from there). The dependency goes one way: this package
-imports the core (the adapter contract in ``streamfsm/_adapter.py``, the chunk types, the errors); the core
-does not import it, except ``streamfsm/__init__.py`` to re-export it and the recordings reader, which imports
-a converter when it reads a provider recording.
+imports the core (the adapter contract in ``streamfsm/_adapter.py``, the chunk types, the errors, what a
+recording is: ``streamfsm/_recordings.py``); the core does not import it. Above it stand ``streamfsm/__init__.py``,
+which re-exports it, and the one reader of recordings (``streamfsm/_reader.py``), which reads a provider's
+recording through ``recorded.py``.
 
-One module per wire API, named for the API, its converter and its HTTP adapter together (split in two,
-``<api>_convert.py`` and ``<api>_adapter.py``, once the module passes about 600 lines):
+Every wire API has the same files, named for the API: ``<api>.py``, its sans-IO converter (the class, the
+``from_<api>_<events>`` function and the usage reader), and ``<api>_adapter.py``, its HTTP adapter, where it has one
+(it imports the converter; the converter knows nothing of HTTP):
 
-- ``openai_chat.py``: OpenAI-compatible chat completions (``chat.completion.chunk``):
-  :class:`OpenAIConverter`, :func:`from_openai_chunks`, :class:`OpenAICompatibleAdapter`.
-- ``anthropic_messages.py``: the Anthropic Messages API: :class:`AnthropicConverter`,
-  :func:`from_anthropic_events`, :class:`AnthropicAdapter`.
-- ``openai_responses.py`` (converter) and ``openai_responses_adapter.py`` (HTTP): the OpenAI Responses API:
-  :class:`OpenAIResponsesConverter`, :func:`from_openai_responses_events`, :class:`OpenAIResponsesAdapter`.
-- ``gemini.py`` (converter), ``gemini_arguments.py`` (streamed arguments written as JSON) and
-  ``gemini_adapter.py`` (HTTP): Gemini ``streamGenerateContent``: :class:`GeminiConverter`,
-  :func:`from_gemini_chunks`, :class:`GeminiAdapter`.
+- ``openai_chat.py`` + ``openai_chat_adapter.py``: OpenAI-compatible chat completions (``chat.completion.chunk``):
+  :class:`OpenAIConverter`, :func:`from_openai_chunks`; :class:`OpenAICompatibleAdapter`.
+- ``anthropic_messages.py`` + ``anthropic_messages_adapter.py``: the Anthropic Messages API:
+  :class:`AnthropicConverter`, :func:`from_anthropic_events`; :class:`AnthropicAdapter`.
+- ``openai_responses.py`` + ``openai_responses_adapter.py``: the OpenAI Responses API:
+  :class:`OpenAIResponsesConverter`, :func:`from_openai_responses_events`; :class:`OpenAIResponsesAdapter`.
+- ``gemini.py`` + ``gemini_adapter.py``: Gemini ``streamGenerateContent``: :class:`GeminiConverter`,
+  :func:`from_gemini_chunks`; :class:`GeminiAdapter`.
 - ``bedrock.py``: Bedrock ``ConverseStream`` (the events boto3 yields): :class:`BedrockConverter`,
   :func:`from_bedrock_events`. No HTTP adapter: a Bedrock request is SigV4-signed by boto3.
 - ``cohere.py``: the Cohere v2 chat stream: :class:`CohereConverter`, :func:`from_cohere_events`. No HTTP
@@ -26,26 +27,34 @@ One module per wire API, named for the API, its converter and its HTTP adapter t
 The shared pieces, each named for what it holds:
 
 - ``convert.py``: driving a converter over sync or async events, dicts or SDK objects (``convert``,
-  ``as_event``); reading one event (``event_object``); a malformed event; token counts; stop reasons.
+  ``as_event``); reading one event (``event_object``, ``string``); a malformed event; token counts (``count``);
+  stop reasons (``finish_reason``; ``stop_reason`` and ``refuse_empty``, the opening of every ``end()``) and
+  the closing chunks (``closing``, the last of every ``end()``).
+- ``arguments.py``: tool-call arguments that stream as values at JSON paths (Gemini's ``partialArgs``), written
+  as the JSON text of the arguments as they come (``ArgumentWriter``).
 - ``blocks.py``: ``ProviderBlock``, a block as it is converted (its chunks; whether a tool call's arguments
   are complete JSON yet).
+- ``recorded.py``: a recorded provider stream (an SSE body, or its events as JSON lines) read for the one reader:
+  parsed by ``sse.py`` as a live body is, converted turn by turn, each chunk knowing its event's line.
 - ``turns.py``: a recording of several turns, one stream per turn (:func:`read_turns`): each converter's
   ``begins_turn`` says where its API ends a turn, ``convert.Turns`` cuts there, for users and the reader.
 - ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
   until the open one may end, so that the output is valid under ``Policy.STRICT``; what it holds counts against
-  the machine's ``Limits`` (a converter's ``limits``, else those ``generate`` gives the machine).
+  the machine's ``Limits`` (a converter's ``limits``, else those ``generate`` gives the machine); at the end,
+  ``finish`` ends them all.
 - ``replay.py``: what a turn keeps for replay (``Keeper``, within ``MAX_KEPT_CHARS``), how users read it
   (:class:`KeptBlock`, :func:`kept_blocks`, :func:`describe_kept`) and how a request builder puts it back.
 - ``classify.py``: every failure a provider reports, as an ``ErrorCode``: an HTTP error status (with
   ``retry-after`` and the request id), an error sent inside a stream (its numeric ``code`` or ``status`` read
-  as an HTTP status first), the wordings of a context overflow or an exhausted quota.
+  as an HTTP status first), the wordings of a context overflow or an exhausted quota, a failed Responses
+  response's error codes.
 - ``base.py``: :class:`HttpAdapter`, the base of the adapters over HTTP (key, headers, bounds, redaction).
 - ``http.py``: one streamed POST within bounds, ended by an abort or a deadline (the ``http`` extra).
 - ``sse.py``: the bounded server-sent-events parser; ``body.py``: bounded content decoding;
   ``secrets.py``: key and header checks, and redaction.
 
-A new wire API goes in one new module named for it (as ``openai_responses.py``, ``gemini.py``, ``bedrock.py``,
-``cohere.py`` did), which provides:
+A new wire API goes in one new module named for it (as ``gemini.py``, ``bedrock.py``, ``cohere.py`` did), and its
+HTTP adapter, if any, in ``<api>_adapter.py``; they provide:
 
 1. A sans-IO converter class: ``feed(event: Mapping) -> list[StreamChunk]`` (the chunks one provider event
    completes), ``end() -> list[StreamChunk]`` (the input is over) and ``begins_turn(event) -> bool`` (the
@@ -54,30 +63,35 @@ A new wire API goes in one new module named for it (as ``openai_responses.py``, 
    It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
    interleave them; raises ``malformed(...)`` for an event outside the provider's documented format; raises
    ``stream_failure(...)`` (or classifies with ``classify_failure``) for a failure the provider reports, so
-   that every API's failures get the codes the HTTP adapters give; maps stop reasons with ``finish_reason``.
+   that every API's failures get the codes the HTTP adapters give; maps stop reasons with ``finish_reason``;
+   opens ``end()`` with ``stop_reason`` (and ``BlockQueue.finish``) and closes it with ``closing``.
    What the block protocol has no word for is to be kept verbatim for replay, not rejected.
 2. ``from_<api>_<events>(events)`` (``from_openai_responses_events``, ``from_gemini_chunks``, ...), overloaded
    for ``Iterable`` and ``AsyncIterable`` and returning ``convert(TheConverter(), events, "<one event>")``: it
    takes sync or async iterables of dicts or of the official SDK's objects (``as_event`` dumps those) and
    gives the same kind of iterator back.
-3. Optionally an :class:`HttpAdapter` subclass, its constructor parameters spelled out (not ``**kwargs``:
-   users read them), with ``provider_headers()`` (how the key is sent), ``request_body(options)`` and
-   ``stream(options)``, which returns ``self._converted(TheConverter(), path, body, options.signal, end)``.
+3. Optionally, in ``<api>_adapter.py``, an :class:`HttpAdapter` subclass, its constructor parameters spelled
+   out (not ``**kwargs``: users read them), with ``provider_headers()`` (how the key is sent),
+   ``request_body(options)`` and ``stream(options)``, which returns
+   ``self._converted(TheConverter(), path, body, options.signal, end)``.
    It imports ``httpx`` only under ``TYPE_CHECKING``: ``import streamfsm`` must work without the extra.
 
-Then its public names are re-exported below and by ``streamfsm/__init__.py``, the recordings reader
-(``streamfsm/_recordings.py``) learns its format, and the docs get a page for it (docs/guides/wire-apis/).
+Then its public names are re-exported below and by ``streamfsm/__init__.py``, ``streamfsm/_recordings.py``
+learns to tell its format (``FORMATS``, ``READERS``, its events), and the docs get a page for it
+(docs/guides/wire-apis/).
 """
 
 from __future__ import annotations
 
-from .anthropic_messages import AnthropicAdapter, AnthropicConverter, from_anthropic_events
+from .anthropic_messages import AnthropicConverter, from_anthropic_events
+from .anthropic_messages_adapter import AnthropicAdapter
 from .base import HttpAdapter
 from .bedrock import BedrockConverter, from_bedrock_events
 from .cohere import CohereConverter, from_cohere_events
 from .gemini import GeminiConverter, from_gemini_chunks
 from .gemini_adapter import GeminiAdapter
-from .openai_chat import OpenAICompatibleAdapter, OpenAIConverter, from_openai_chunks
+from .openai_chat import OpenAIConverter, from_openai_chunks
+from .openai_chat_adapter import OpenAICompatibleAdapter
 from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
 from .openai_responses_adapter import OpenAIResponsesAdapter
 from .replay import KeptBlock, describe_kept, kept_blocks

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import Any, NoReturn, overload
 
 import orjson
 
 from .._config import Limits
-from .._errors import ErrorCode, LlmError
+from .._errors import LlmError
 from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import another_turn, closing, convert, finish_reason, is_position, malformed, non_negative_int
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, string
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -103,11 +103,6 @@ def _client_error(exc: BaseException) -> LlmError | None:
     )
 
 
-def _count(usage: Mapping[str, Any], field: str) -> int | None:
-    value = usage.get(field)
-    return None if value is None else non_negative_int(value, field)
-
-
 def bedrock_usage(usage: Mapping[str, Any]) -> WireUsage:
     """Bedrock's ``TokenUsage`` as the protocol's disjoint counts.
 
@@ -117,13 +112,13 @@ def bedrock_usage(usage: Mapping[str, Any]) -> WireUsage:
     ``cacheWriteInputTokens`` are passed on as they are; Bedrock does not count reasoning apart.
     """
     result: WireUsage = {
-        "inputTokens": _count(usage, "inputTokens") or 0,
-        "outputTokens": _count(usage, "outputTokens") or 0,
+        "inputTokens": count(usage, "inputTokens") or 0,
+        "outputTokens": count(usage, "outputTokens") or 0,
     }
-    read = _count(usage, "cacheReadInputTokens")
+    read = count(usage, "cacheReadInputTokens")
     if read is not None:
         result["cacheReadTokens"] = read
-    write = _count(usage, "cacheWriteInputTokens")
+    write = count(usage, "cacheWriteInputTokens")
     if write is not None:
         result["cacheWriteTokens"] = write
     return result
@@ -211,12 +206,6 @@ def _index(body: Mapping[str, Any], event: str) -> int:
 def _body(value: object, event: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise malformed(f"{event} must be an object, got {type(value).__name__}")
-    return value
-
-
-def _str(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise malformed(f"{what} must be a string, got {type(value).__name__}")
     return value
 
 
@@ -312,8 +301,8 @@ class BedrockConverter:
                 if value.get("type") == "server_tool_use":  # Bedrock runs it: kept, not a call for the client
                     slot.kept = self._keep("toolUse", value)
                     continue
-                call_id = _str(value.get("toolUseId"), "toolUse.toolUseId")
-                name = _str(value.get("name"), "toolUse.name")
+                call_id = string(value.get("toolUseId"), "toolUse.toolUseId")
+                name = string(value.get("name"), "toolUse.name")
                 if not call_id or not name:
                     raise malformed(f"content block {index}: a toolUse without its toolUseId or name")
                 self._new(slot, ProviderBlock("tool-call", call_id, name), "")
@@ -328,11 +317,11 @@ class BedrockConverter:
         delta = _body(body.get("delta"), "contentBlockDelta.delta")
         for kind, value in delta.items():
             if kind == "text":
-                self._content(index, slot, "text", _str(value, "delta.text"))
+                self._content(index, slot, "text", string(value, "delta.text"))
             elif kind == "reasoningContent":
                 self._reasoning(index, slot, _body(value, "delta.reasoningContent"))
             elif kind == "toolUse":
-                given = _str(_body(value, "delta.toolUse").get("input"), "delta.toolUse.input")
+                given = string(_body(value, "delta.toolUse").get("input"), "delta.toolUse.input")
                 if slot.kept is not None and slot.kept.type == "toolUse":
                     self.keeper.charge(len(given))
                     slot.kept.parts.append(given)
@@ -358,11 +347,11 @@ class BedrockConverter:
     def _reasoning(self, index: int, slot: _Slot, value: Mapping[str, Any]) -> None:
         text = value.get("text")
         if text is not None:
-            self._content(index, slot, "reasoning", _str(text, "reasoningContent.text"))
+            self._content(index, slot, "reasoning", string(text, "reasoningContent.text"))
         signature = value.get("signature")
         if signature is not None:
             self._content(index, slot, "reasoning", "")
-            piece = _str(signature, "reasoningContent.signature")
+            piece = string(signature, "reasoningContent.signature")
             self.keeper.charge(len(piece))
             self.signatures.setdefault(slot.ordinal, []).append(piece)
         redacted = value.get("redactedContent")
@@ -429,17 +418,10 @@ class BedrockConverter:
         if self.ended:
             return []
         self.ended = True
-        reason = self.stop_reason
-        if reason is None:
-            raise LlmError("the stream ended without a messageStop", ErrorCode.STREAM_CLOSED)
-        finish = finish_reason(reason, _FINISH, "stopReason")
+        finish = stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop")
         if finish["kind"] == "stop" and self.calls:
             finish = {"kind": "tool-calls"}  # the turn asks for client tool calls, whatever the stop reason says
-        queue = self.queue
-        queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
-        if finish["kind"] == "stop" and self.made == 0 and not self.kept:
-            raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
-        out = queue.take()
+        out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper
         for kept in self.kept:
             keeper.keep(kept.type, kept.at, kept.data(), charged=True)
@@ -451,30 +433,28 @@ class BedrockConverter:
         return out + closing(self.usage, finish, keeper.state(blocks=blocks))
 
 
+def _reraise(exc: Exception) -> NoReturn:
+    """``exc``, raised while the events were read, as its coded :class:`LlmError` when botocore raised it."""
+    failure = None if isinstance(exc, LlmError) else _client_error(exc)
+    if failure is None:
+        raise exc
+    raise failure from exc
+
+
 def sdk_errors(events: Iterable[Any]) -> Iterator[Any]:
     """``events`` as they come, an exception botocore raises while reading them as its coded :class:`LlmError`."""
     try:
         yield from events
-    except LlmError:
-        raise
     except Exception as exc:
-        failure = _client_error(exc)
-        if failure is None:
-            raise
-        raise failure from exc
+        _reraise(exc)
 
 
 async def _sdk_errors_async(events: AsyncIterable[Any]) -> AsyncIterator[Any]:
     try:
         async for event in events:
             yield event
-    except LlmError:
-        raise
     except Exception as exc:
-        failure = _client_error(exc)
-        if failure is None:
-            raise
-        raise failure from exc
+        _reraise(exc)
 
 
 @overload

@@ -37,6 +37,7 @@ __all__ = [
     "google_retry_delay_ms",
     "http_failure",
     "request_id",
+    "responses_failure",
     "retry_after_ms",
     "stream_failure",
     "words",
@@ -297,3 +298,30 @@ def request_id(headers: Mapping[str, str]) -> str | None:
     """The provider's id of the request, for support tickets."""
     value = headers.get("x-request-id") or headers.get("request-id")
     return str(value) if value else None
+
+
+#: The error ``code`` s of a failed response (``ResponseError.code``) that name no kind the classification knows,
+#: with the kind they are (when the error has no ``type`` of its own): the request's fault, or the server's.
+_FAILED_KINDS = {
+    "invalid_prompt": "invalid_request_error",
+    "data_residency_mismatch": "invalid_request_error",
+    "bio_policy": "invalid_request_error",
+    "misalignment_policy_violation": "invalid_request_error",
+    "vector_store_timeout": "server_error",
+}
+#: ... and the prefixes of the rest: every image error is the request's (``invalid_image_url``, ``image_too_large``).
+_REQUEST_PREFIXES = ("invalid_", "image_", "empty_image", "unsupported_image", "failed_to_download_image")
+
+
+def responses_failure(response: Mapping[str, Any]) -> LlmError:
+    """A failed OpenAI Responses response (``response.failed``) as an error: its ``error`` classified as a stream's,
+    an error ``code`` of :data:`_FAILED_KINDS` (or with a request prefix) read as the kind it is."""
+    error = response.get("error")
+    if not isinstance(error, Mapping):
+        error = {"message": "the response failed without saying why"}
+    code = error.get("code")
+    if isinstance(code, str) and not error.get("type"):
+        kind = _FAILED_KINDS.get(code) or ("invalid_request_error" if code.startswith(_REQUEST_PREFIXES) else None)
+        if kind is not None:
+            error = {**error, "type": kind}
+    return stream_failure({"error": error}, "in response.failed")

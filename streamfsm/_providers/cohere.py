@@ -17,7 +17,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import another_turn, closing, convert, finish_reason, is_position, malformed, non_negative_int
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -31,11 +31,6 @@ _FINISH: dict[str, WireFinishReason] = {
 }
 
 
-def _count(container: object, key: str, name: str) -> int | None:
-    value = container.get(key) if isinstance(container, Mapping) else None
-    return None if value is None else non_negative_int(value, name)
-
-
 def cohere_usage(usage: Mapping[str, Any]) -> WireUsage | None:
     """Cohere's ``usage`` as the protocol's disjoint counts; None when it has no counts.
 
@@ -45,17 +40,17 @@ def cohere_usage(usage: Mapping[str, Any]) -> WireUsage | None:
     leave the template out and say nothing of the cache). Cohere does not count reasoning apart.
     """
     tokens = usage.get("tokens")
-    read = _count(usage, "cached_tokens", "cached_tokens")
-    given = _count(tokens, "input_tokens", "tokens.input_tokens")
-    written = _count(tokens, "output_tokens", "tokens.output_tokens")
+    read = count(usage, "cached_tokens", "cached_tokens")
+    given = count(tokens, "input_tokens", "tokens.input_tokens")
+    written = count(tokens, "output_tokens", "tokens.output_tokens")
     if given is not None or written is not None:
         result: WireUsage = {"inputTokens": max(0, (given or 0) - (read or 0)), "outputTokens": written or 0}
         if read is not None:
             result["cacheReadTokens"] = read
         return result
     billed = usage.get("billed_units")
-    given = _count(billed, "input_tokens", "billed_units.input_tokens")
-    written = _count(billed, "output_tokens", "billed_units.output_tokens")
+    given = count(billed, "input_tokens", "billed_units.input_tokens")
+    written = count(billed, "output_tokens", "billed_units.output_tokens")
     if given is not None or written is not None:
         return {"inputTokens": given or 0, "outputTokens": written or 0}
     return None
@@ -318,17 +313,10 @@ class CohereConverter:
         if self.ended:
             return []
         self.ended = True
-        reason = self.reason
-        if reason is None:
-            raise LlmError("the stream ended without a message-end", ErrorCode.STREAM_CLOSED)
-        finish = finish_reason(reason, _FINISH, "finish_reason")
+        finish = stop_reason(self.reason, _FINISH, "finish_reason", "message-end")
         if finish["kind"] == "stop" and self.calls:
             finish = {"kind": "tool-calls"}  # the turn asks for client tool calls, whatever the reason says
-        queue = self.queue
-        queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
-        if finish["kind"] == "stop" and self.made == 0 and not self.kept:
-            raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
-        out = queue.take()
+        out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper
         for kind, at, item in self.kept:
             keeper.keep(kind, at, item.data() if isinstance(item, _Part) else item, charged=True)

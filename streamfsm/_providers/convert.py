@@ -30,10 +30,15 @@ __all__ = [
     "as_event",
     "closing",
     "convert",
+    "count",
     "event_object",
     "finish_reason",
+    "is_position",
     "malformed",
     "non_negative_int",
+    "refuse_empty",
+    "stop_reason",
+    "string",
 ]
 
 
@@ -70,6 +75,37 @@ def non_negative_int(value: object, field: str) -> int:
     if int(value) != value:
         raise malformed(f"usage field {field!r} must be an integer, got {quote(value)}")
     return int(value)
+
+
+def count(container: object, key: str, name: str | None = None) -> int | None:
+    """A token count of a usage object (``name``: its field as messages call it, default ``key``): None when absent or
+    null (a null count is a count not given), or when ``container`` is not an object."""
+    value = container.get(key) if isinstance(container, Mapping) else None
+    return None if value is None else non_negative_int(value, name or key)
+
+
+def string(value: object, what: str) -> str:
+    """A field that must be a string (``what``: its name in the message), else ``MALFORMED_RESPONSE``."""
+    if not isinstance(value, str):
+        raise malformed(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def stop_reason(
+    reason: str | None, known: Mapping[str, WireFinishReason], field: str, carrier: str | None = None
+) -> WireFinishReason:
+    """The finish of a turn whose input is over (the opening of every converter's ``end``): ``STREAM_CLOSED`` when
+    no stop reason came (``field``: the provider's name for it; ``carrier``: the event that brings it, when the
+    message names that instead), else :func:`finish_reason`."""
+    if reason is None:
+        raise LlmError(f"the stream ended without a {carrier or field}", ErrorCode.STREAM_CLOSED)
+    return finish_reason(reason, known, field)
+
+
+def refuse_empty(finish: WireFinishReason, empty: bool) -> None:
+    """A ``stop`` with no content at all (``empty``: neither a block nor a kept item) is ``EMPTY_RESPONSE``."""
+    if finish["kind"] == "stop" and empty:
+        raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
 
 
 def is_position(value: object) -> TypeGuard[int]:

@@ -7,7 +7,7 @@ any iterable of them, dicts or the SDK's own objects, sync or async. The HTTP ad
 
 What it reads, part by part, in order: ``thought: true`` parts become reasoning, other text parts text
 (consecutive parts of one kind are one block); a ``functionCall`` a tool call, whole (``args``) or streamed
-(``partialArgs`` with ``willContinue``, written out as JSON as they come: :mod:`.gemini_arguments`). Gemini's
+(``partialArgs`` with ``willContinue``, written out as JSON as they come: :mod:`.arguments`). Gemini's
 calls carry no id, or an optional one: a call without one gets ``call_<responseId>_<n>`` (``call_<n>`` without a
 ``responseId``), n its position among the turn's calls from 0 — the same stream always gives the same ids.
 Every other part (``executableCode``, ``codeExecutionResult``, ``inlineData``, ``fileData``, server-side
@@ -33,10 +33,10 @@ from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .arguments import ArgumentWriter
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
 from .convert import another_turn, as_event, closing, convert, malformed, non_negative_int
-from .gemini_arguments import ArgumentWriter
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -437,11 +437,7 @@ class GeminiConverter:
         complete = finish["kind"] in ("stop", "tool-calls")
         if complete and self.call is not None:
             self._end_call()
-        queue = self.queue
-        queue.close_all(keep_cut_calls=not complete)
-        if finish["kind"] == "stop" and self.count == 0 and not self.keeper.items:
-            raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
-        out = queue.take()
+        out = self.queue.finish(finish, empty=self.count == 0 and not self.keeper.items)
         response = dict(self.response)
         for key, value in (
             ("finishReason", self.finish_reason),

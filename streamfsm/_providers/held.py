@@ -25,8 +25,9 @@ from typing import NoReturn
 from .._adapter import STREAM_LIMITS
 from .._config import Limits
 from .._errors import ErrorCode, LlmError
-from .._wire import StreamChunk
+from .._wire import StreamChunk, WireFinishReason
 from .blocks import ProviderBlock
+from .convert import refuse_empty
 
 __all__ = ["PACK", "BlockQueue", "utf8_len"]
 
@@ -169,6 +170,14 @@ class BlockQueue:
                 self.blocks.clear()
                 return
             self.out.extend(self.blocks.popleft().close())
+
+    def finish(self, finish: WireFinishReason, *, empty: bool) -> list[StreamChunk]:
+        """The input is over with ``finish`` (the opening of a converter's ``end``): every block ended, a tool call
+        cut off kept open unless the response was complete (:meth:`close_all`), a ``stop`` with no content
+        (``empty``) refused; the chunks made since the last call."""
+        self.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
+        refuse_empty(finish, empty)
+        return self.take()
 
     def take(self) -> list[StreamChunk]:
         """The chunks produced since the last call."""

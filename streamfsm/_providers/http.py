@@ -177,6 +177,15 @@ class _Guard:
         finally:
             self.inside = False
 
+    async def release(self, response: httpx.Response | None) -> None:
+        """The request is over: stop watching, close ``response`` (if one came), and wait for a close an abort or the
+        deadline began."""
+        self.close()
+        if response is not None:
+            await response.aclose()
+        if self.closing is not None:
+            await self.closing
+
     def close(self) -> None:
         """The request is over: no listener, no timer, nothing left to close."""
         self.remove()
@@ -252,11 +261,7 @@ async def post_sse(
         except httpx.HTTPError as exc:
             raise _transport_error(exc, who) from exc
         finally:
-            guard.close()
-            if response is not None:
-                await response.aclose()
-            if guard.closing is not None:
-                await guard.closing
+            await guard.release(response)
 
 
 async def request_json(
@@ -284,9 +289,7 @@ async def request_json(
         except httpx.HTTPError as exc:
             raise _transport_error(exc, who) from exc
         finally:
-            guard.close()
-            if response is not None:
-                await response.aclose()
+            await guard.release(response)
     if more:
         raise LlmError(f"{who}: the response is longer than {max_bytes:,} bytes", ErrorCode.LIMIT_EXCEEDED)
     try:

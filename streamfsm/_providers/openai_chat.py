@@ -7,46 +7,25 @@ speaks HTTP (the ``http`` extra).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, overload
 
-from .._adapter import (
-    APP_IDENTITY,
-    AppIdentity,
-    AssistantMessage,
-    GenerateOptions,
-    ModelInfo,
-    ToolResultMessage,
-)
 from .._config import Limits
-from .._errors import ErrorCode, LlmError
-from .._models import ReasoningBlock, TextBlock, ToolCallBlock
 from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
-from .base import HttpAdapter
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import another_turn, closing, convert, finish_reason, is_position, malformed, non_negative_int
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason
 from .held import BlockQueue
-from .replay import Keeper, KeptBlock, by_position, json_size, kept_blocks
-from .sse import DEFAULT_MAX_EVENT_BYTES
+from .replay import Keeper, json_size
 
-if TYPE_CHECKING:
-    import httpx
-
-__all__ = ["OpenAICompatibleAdapter", "OpenAIConverter", "from_openai_chunks", "openai_usage"]
+__all__ = ["OpenAIConverter", "from_openai_chunks", "openai_usage"]
 
 _FINISH: dict[str, WireFinishReason] = {
     "stop": {"kind": "stop"},
     "tool_calls": {"kind": "tool-calls"},
     "length": {"kind": "max-tokens"},
 }
-
-
-def _count(container: object, key: str, name: str | None = None) -> int | None:
-    """A count of an OpenAI usage object: None when absent or null (a null count is a count not given)."""
-    value = container.get(key) if isinstance(container, Mapping) else None
-    return None if value is None else non_negative_int(value, name or key)
 
 
 def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
@@ -57,18 +36,18 @@ def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
     ``reasoningTokens`` from ``completion_tokens_details.reasoning_tokens``. Absent or null counts are 0 (or left
     out, for the optional ones).
     """
-    prompt = _count(usage, "prompt_tokens") or 0
-    cached = _count(usage, "prompt_cache_hit_tokens")
+    prompt = count(usage, "prompt_tokens") or 0
+    cached = count(usage, "prompt_cache_hit_tokens")
     if cached is None:
-        cached = _count(usage.get("prompt_tokens_details"), "cached_tokens", "prompt_tokens_details.cached_tokens")
+        cached = count(usage.get("prompt_tokens_details"), "cached_tokens", "prompt_tokens_details.cached_tokens")
     result: WireUsage = {
         "inputTokens": max(0, prompt - (cached or 0)),
-        "outputTokens": _count(usage, "completion_tokens") or 0,
+        "outputTokens": count(usage, "completion_tokens") or 0,
     }
     if cached is not None:
         result["cacheReadTokens"] = cached
     details = usage.get("completion_tokens_details")
-    reasoning = _count(details, "reasoning_tokens", "completion_tokens_details.reasoning_tokens")
+    reasoning = count(details, "reasoning_tokens", "completion_tokens_details.reasoning_tokens")
     if reasoning is not None:
         result["reasoningTokens"] = reasoning
     return result
@@ -292,15 +271,9 @@ class OpenAIConverter:
         (neither a block nor a kept part). The finish carries ``replayState`` (``{"kept": [...]}``) only when a
         part was kept.
         """
-        reason = self.finish_reason
-        if reason is None:
-            raise LlmError("the stream ended without a finish_reason", ErrorCode.STREAM_CLOSED)
-        finish = finish_reason(reason, _FINISH, "finish_reason")
-        queue = self.queue
-        queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
-        if finish["kind"] == "stop" and queue.count == 0 and not self.keeper.items:
-            raise LlmError("the provider stopped without any content", ErrorCode.EMPTY_RESPONSE)
-        return queue.take() + closing(self.usage, finish, self.keeper.state())
+        finish = stop_reason(self.finish_reason, _FINISH, "finish_reason")
+        out = self.queue.finish(finish, empty=self.queue.made == 0 and not self.keeper.items)
+        return out + closing(self.usage, finish, self.keeper.state())
 
 
 @overload
@@ -319,169 +292,3 @@ def from_openai_chunks(
     complete: ``LIMIT_EXCEEDED`` once it passes them (the machine does not see it yet).
     """
     return convert(OpenAIConverter(limits), chunks, "a chat.completion.chunk")
-
-
-# --- HTTP -------------------------------------------------------------------------------------------
-
-
-def openai_messages(options: GenerateOptions, *, send_reasoning: bool) -> list[dict[str, Any]]:
-    """The request's ``messages``: the system prompt, then the conversation in the chat-completions form.
-
-    An assistant turn's text is its ``content``: a string, or, when the turn kept content parts for replay, the
-    list of its parts with the kept ones back where they came (the form the provider sent).
-    """
-    out: list[dict[str, Any]] = []
-    if options.system is not None:
-        out.append({"role": "system", "content": options.system})
-    for message in options.messages:
-        if isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant"}
-            kept = kept_blocks(message.replay_state)
-            texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
-            entry["content"] = _parts(message, kept) if kept else "".join(texts) if texts else None
-            if send_reasoning:
-                reasoning = [b.text for b in message.blocks if isinstance(b, ReasoningBlock)]
-                if reasoning:
-                    entry["reasoning_content"] = "".join(reasoning)
-            calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
-            if calls:
-                entry["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                    for c in calls
-                ]
-            out.append(entry)
-        elif isinstance(message, ToolResultMessage):
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
-        else:
-            out.append({"role": "user", "content": message.content})
-    return out
-
-
-def _parts(message: AssistantMessage, kept: list[KeptBlock]) -> list[dict[str, Any]]:
-    """A turn's text blocks as text parts, with its kept parts put back where they came."""
-    places = by_position(kept, len(message.blocks))
-    parts: list[dict[str, Any]] = []
-    for position, block in enumerate(message.blocks):
-        parts.extend(item.data for item in places[position])
-        if isinstance(block, TextBlock) and block.text:
-            parts.append({"type": "text", "text": block.text})
-    parts.extend(item.data for item in places[-1])
-    return parts
-
-
-class OpenAICompatibleAdapter(HttpAdapter):
-    """Streaming chat completions from any OpenAI-compatible endpoint (DeepSeek, OpenAI, vLLM, Ollama, ...).
-
-    ``base_url`` is the API root (``https://api.deepseek.com``, ``https://api.openai.com/v1``,
-    ``http://localhost:11434/v1``); requests go to ``{base_url}/chat/completions`` with usage requested
-    (``stream_options.include_usage``), the key as a bearer token. ``max_tokens_field`` names the limit in the
-    body (OpenAI's newer models want ``max_completion_tokens``). ``send_reasoning`` sends earlier reasoning back
-    as ``reasoning_content`` (DeepSeek's thinking with tools); by default it is not sent, as most servers reject
-    it. The other arguments are :class:`HttpAdapter`'s. Supports every option but ``session_id``.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        provider: str = "openai-compatible",
-        models: Sequence[ModelInfo] = (),
-        client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        deadline: float | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        headers: Mapping[str, str] | None = None,
-        identity: AppIdentity = APP_IDENTITY,
-        max_tokens_field: str = "max_tokens",
-        send_reasoning: bool = False,
-    ) -> None:
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            provider=provider,
-            models=models,
-            client=client,
-            timeout=timeout,
-            deadline=deadline,
-            max_event_bytes=max_event_bytes,
-            headers=headers,
-            identity=identity,
-        )
-        self.max_tokens_field = max_tokens_field
-        self.send_reasoning = send_reasoning
-
-    async def list_models(self) -> list[ModelInfo]:
-        """The declared models; with none declared, the endpoint's ``GET /models``."""
-        if self.models:
-            return list(self.models.values())
-        from .http import request_json
-
-        url = f"{self.base_url}/models"
-        try:
-            listing = await request_json(
-                self.client,
-                "GET",
-                url,
-                headers=self.request_headers(),
-                who=self.provider,
-                timeout=self.timeout,
-                deadline=self.deadline,
-                max_bytes=self.max_event_bytes,
-            )
-        except LlmError as exc:
-            failure: LlmError | None = exc
-        else:
-            failure = None
-        if failure is not None:  # raised outside the handler: see LlmAdapter.generate
-            raise self._redacted(failure)
-        data = listing.get("data") if isinstance(listing, Mapping) else None
-        if not isinstance(data, list):
-            raise malformed(f"{self.provider}: GET /models did not return a 'data' list")
-        return [
-            ModelInfo(provider=self.provider, id=entry["id"], name=entry["id"])
-            for entry in data
-            if isinstance(entry, Mapping) and isinstance(entry.get("id"), str)
-        ]
-
-    def provider_headers(self) -> dict[str, str]:
-        """The key, as a bearer token."""
-        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-
-    def request_body(self, options: GenerateOptions) -> dict[str, Any]:
-        """The JSON body of a streamed chat completion for ``options``."""
-        body: dict[str, Any] = {
-            "model": options.model,
-            "messages": openai_messages(options, send_reasoning=self.send_reasoning),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if options.tools is not None:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-                }
-                for t in options.tools
-            ]
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.max_tokens is not None:
-            body[self.max_tokens_field] = options.max_tokens
-        if options.stop is not None:
-            body["stop"] = list(options.stop)
-        if options.reasoning_effort is not None:
-            body["reasoning_effort"] = options.reasoning_effort
-        return body
-
-    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
-        """POST the request and convert the event stream (see :class:`OpenAIConverter`).
-
-        The options are checked at once (``UNSUPPORTED_OPTION``); then the stream raises :class:`LlmError`: HTTP
-        failures by status, ``MALFORMED_RESPONSE`` for an event that is not a JSON object, ``STREAM_CLOSED`` when
-        the body ends without ``[DONE]``, ``TRANSPORT``/``TIMEOUT``, ``ABORTED``.
-        """
-        self.check_options(options)
-        return self._converted(
-            OpenAIConverter(), "/chat/completions", self.request_body(options), options.signal, "[DONE]"
-        )

@@ -32,8 +32,8 @@ from .._errors import ErrorCode, LlmError
 from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
-from .classify import stream_failure
-from .convert import another_turn, closing, convert, finish_reason, is_position, malformed, non_negative_int
+from .classify import responses_failure, stream_failure
+from .convert import another_turn, closing, convert, count, finish_reason, is_position, malformed, string
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -42,18 +42,6 @@ __all__ = ["OpenAIResponsesConverter", "from_openai_responses_events", "response
 #: ``incomplete_details.reason`` of a ``response.incomplete``; any other reason is an ``error`` finish whose code is
 #: the reason upper-cased (``content_filter`` → ``CONTENT_FILTER``).
 _INCOMPLETE: dict[str, WireFinishReason] = {"max_output_tokens": {"kind": "max-tokens"}}
-
-#: The error ``code`` s of a failed response (``ResponseError.code``) that name no kind the classification knows,
-#: with the kind they are (when the error has no ``type`` of its own): the request's fault, or the server's.
-_FAILED_KINDS = {
-    "invalid_prompt": "invalid_request_error",
-    "data_residency_mismatch": "invalid_request_error",
-    "bio_policy": "invalid_request_error",
-    "misalignment_policy_violation": "invalid_request_error",
-    "vector_store_timeout": "server_error",
-}
-#: ... and the prefixes of the rest: every image error is the request's (``invalid_image_url``, ``image_too_large``).
-_REQUEST_PREFIXES = ("invalid_", "image_", "empty_image", "unsupported_image", "failed_to_download_image")
 
 #: The client tool calls whose arguments stream (``.delta`` events): what becomes a tool-call block.
 _CALLS = frozenset({"function_call", "custom_tool_call"})
@@ -92,12 +80,6 @@ def _escaped(text: str) -> str:
         return json.dumps(text)[1:-1]
 
 
-def _str(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise malformed(f"{what} must be a string, got {type(value).__name__}")
-    return value
-
-
 def _position(event: Mapping[str, Any], key: str) -> int:
     value = event.get(key, 0 if key != "output_index" else None)
     if not is_position(value):
@@ -105,9 +87,13 @@ def _position(event: Mapping[str, Any], key: str) -> int:
     return value
 
 
-def _count(container: object, key: str, name: str) -> int | None:
-    value = container.get(key) if isinstance(container, Mapping) else None
-    return None if value is None else non_negative_int(value, name)
+def _output_item(event: Mapping[str, Any], verb: str) -> tuple[int, Mapping[str, Any]]:
+    """The position and item of an ``output_item.added`` or ``.done`` event (``verb``: which, for messages)."""
+    data = event.get("item")
+    position = _position(event, "output_index")
+    if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+        raise malformed(f"output item {position} was {verb} without an 'item' object with a type")
+    return position, data
 
 
 def responses_usage(usage: Mapping[str, Any]) -> WireUsage:
@@ -120,18 +106,18 @@ def responses_usage(usage: Mapping[str, Any]) -> WireUsage:
     absent or null is 0 (or left out, for the optional ones).
     """
     details = usage.get("input_tokens_details")
-    cached = _count(details, "cached_tokens", "input_tokens_details.cached_tokens")
-    written = _count(details, "cache_write_tokens", "input_tokens_details.cache_write_tokens")
-    total = _count(usage, "input_tokens", "input_tokens") or 0
+    cached = count(details, "cached_tokens", "input_tokens_details.cached_tokens")
+    written = count(details, "cache_write_tokens", "input_tokens_details.cache_write_tokens")
+    total = count(usage, "input_tokens", "input_tokens") or 0
     result: WireUsage = {
         "inputTokens": max(0, total - (cached or 0) - (written or 0)),
-        "outputTokens": _count(usage, "output_tokens", "output_tokens") or 0,
+        "outputTokens": count(usage, "output_tokens", "output_tokens") or 0,
     }
     if cached is not None:
         result["cacheReadTokens"] = cached
     if written is not None:
         result["cacheWriteTokens"] = written
-    reasoning = _count(usage.get("output_tokens_details"), "reasoning_tokens", "output_tokens_details.reasoning_tokens")
+    reasoning = count(usage.get("output_tokens_details"), "reasoning_tokens", "output_tokens_details.reasoning_tokens")
     if reasoning is not None:
         result["reasoningTokens"] = reasoning
     return result
@@ -244,7 +230,7 @@ class OpenAIResponsesConverter:
         elif kind in ("response.completed", "response.incomplete"):
             return self._finish(kind, self._response(event))
         elif kind == "response.failed":
-            failure = self._failed(self._response(event))
+            failure = responses_failure(self._response(event))
             self.ended = kind
             raise failure
         return self.queue.take()
@@ -302,10 +288,7 @@ class OpenAIResponsesConverter:
         return item
 
     def _added(self, event: Mapping[str, Any]) -> None:
-        data = event.get("item")
-        position = _position(event, "output_index")
-        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
-            raise malformed(f"output item {position} was added without an 'item' object with a type")
+        position, data = _output_item(event, "added")
         if position in self.items:
             raise malformed(f"output item {position} was added twice")
         item = self.items[position] = _Item(data["type"], len(self.meta), data)
@@ -327,14 +310,11 @@ class OpenAIResponsesConverter:
             self._push(item, call, block, '{"input":"' if item.kind == "custom_tool_call" else "", "")
             self.calls += 1
             field = "arguments" if item.kind == "function_call" else "input"
-            self._grow(item, call, _str(data.get(field) or "", f"{item.kind}.{field}"))
+            self._grow(item, call, string(data.get(field) or "", f"{item.kind}.{field}"))
         return call
 
     def _done(self, event: Mapping[str, Any]) -> None:
-        data = event.get("item")
-        position = _position(event, "output_index")
-        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
-            raise malformed(f"output item {position} was done without an 'item' object with a type")
+        position, data = _output_item(event, "done")
         item = self.items.get(position)
         if item is None:  # sent whole
             item = self.items[position] = _Item(data["type"], len(self.meta), data)
@@ -355,7 +335,7 @@ class OpenAIResponsesConverter:
             call = self._call(item, data)
             field = "arguments" if kind == "function_call" else "input"
             if field in data:
-                self._settle(item, call, _str(data[field], f"{kind}.{field}"), f"{kind}.{field}")
+                self._settle(item, call, string(data[field], f"{kind}.{field}"), f"{kind}.{field}")
             self._end_call(item, call)
         else:
             if kind == "reasoning":
@@ -402,7 +382,7 @@ class OpenAIResponsesConverter:
             if name is None or field is None:
                 continue  # a part type added since: nothing to show, and it is in no block
             key = (name, number)
-            self._settle(item, item.parts.get(key), _str(part.get(field, ""), f"{name}.{field}"), name, key)
+            self._settle(item, item.parts.get(key), string(part.get(field, ""), f"{name}.{field}"), name, key)
             target = item.parts.get(key)
             annotations = part.get("annotations")
             if isinstance(annotations, list) and annotations and target is not None and target.blocks:
@@ -424,7 +404,7 @@ class OpenAIResponsesConverter:
             if not isinstance(parts, list):
                 raise malformed(f"reasoning {field} must be a list, got {type(parts).__name__}")
             for number, part in enumerate(parts):
-                text = _str(part.get("text", "") if isinstance(part, Mapping) else None, f"reasoning {field} text")
+                text = string(part.get("text", "") if isinstance(part, Mapping) else None, f"reasoning {field} text")
                 self._settle(item, item.parts.get((key_name, number)), text, key_name, (key_name, number))
         self._end_parts(item)
 
@@ -482,12 +462,12 @@ class OpenAIResponsesConverter:
         key = (name, _position(event, index))
         part = item.parts.get(key)
         if event["type"].endswith(".delta"):
-            text = _str(event.get("delta"), f"{event['type']}.delta")
+            text = string(event.get("delta"), f"{event['type']}.delta")
             if part is None:
                 part = item.parts[key] = _Part("text" if item.kind == "message" else "reasoning")
             self._grow(item, part, text, name)
         else:
-            self._settle(item, part, _str(event.get(field), f"{event['type']}.{field}"), name, key)
+            self._settle(item, part, string(event.get(field), f"{event['type']}.{field}"), name, key)
 
     def _output_text(self, event: Mapping[str, Any]) -> None:
         self._text(event, _MESSAGE, "output_text", "content_index", "text")
@@ -512,10 +492,10 @@ class OpenAIResponsesConverter:
             return
         call = self._call(item, item.data)
         if event["type"].endswith(".delta"):
-            self._grow(item, call, _str(event.get("delta"), f"{event['type']}.delta"))
+            self._grow(item, call, string(event.get("delta"), f"{event['type']}.delta"))
             return
         field = "arguments" if item.kind == "function_call" else "input"
-        self._settle(item, call, _str(event.get(field), f"{event['type']}.{field}"), f"{item.kind}.{field}")
+        self._settle(item, call, string(event.get(field), f"{event['type']}.{field}"), f"{item.kind}.{field}")
         self._end_call(item, call)
 
     def _end_call(self, item: _Item, call: _Part) -> None:
@@ -532,17 +512,6 @@ class OpenAIResponsesConverter:
                 self.queue.end(block)
 
     # --- The end ---
-
-    def _failed(self, response: Mapping[str, Any]) -> LlmError:
-        error = response.get("error")
-        if not isinstance(error, Mapping):
-            error = {"message": "the response failed without saying why"}
-        code = error.get("code")
-        if isinstance(code, str) and not error.get("type"):
-            kind = _FAILED_KINDS.get(code) or ("invalid_request_error" if code.startswith(_REQUEST_PREFIXES) else None)
-            if kind is not None:
-                error = {**error, "type": kind}
-        return stream_failure({"error": error}, "in response.failed")
 
     def _finish(self, kind: str, response: Mapping[str, Any]) -> list[StreamChunk]:
         self.ended = kind

@@ -3,8 +3,8 @@
 Agent loops and SDK test suites record a conversation: several responses, one after another, in one body or
 file. Each wire API says where its turn ends (each converter's ``begins_turn``), :class:`~.convert.Turns` is the
 one rule that cuts there, and :func:`read_turns` gives it to users, as :func:`streamfsm.read_session` gives the
-streams of a session log. The recordings reader (``streamfsm/_recordings.py``) reads provider recordings through
-the same :data:`TURN_APIS`.
+streams of a session log. A provider recording is read (``recorded.py``, for the one reader) through the
+same :data:`TURN_APIS`.
 """
 
 from __future__ import annotations

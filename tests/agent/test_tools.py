@@ -25,8 +25,8 @@ import pytest
 
 import streamfsm as sf
 from streamfsm import ErrorCode
-from streamfsm._providers.anthropic_messages import anthropic_messages
-from streamfsm._providers.openai_chat import openai_messages
+from streamfsm._providers.anthropic_messages_adapter import anthropic_messages
+from streamfsm._providers.openai_chat_adapter import openai_messages
 
 from ..agent_support import Turn, answer, calls, collect, kinds, make_loop, run, run_bounded, wire
 

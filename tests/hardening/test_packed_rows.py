@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm import _recordings
+from streamfsm import _reader
 from streamfsm._chunk_rows import SCAN_BYTES, MalformedRow, expand_row, scan_row
 
 from ..data import SESSIONS
@@ -196,7 +196,7 @@ def test_a_long_row_in_a_log_reads_as_it_does_parsed_whole(tmp_path: Path, monke
     path = log_of_one_row(tmp_path / "log.jsonl", members)
     assert path.stat().st_size > SCAN_BYTES
     (stream,) = sf.read_session(str(path))
-    monkeypatch.setattr(_recordings, "SCAN_BYTES", math.inf)  # every line parsed whole
+    monkeypatch.setattr(_reader, "SCAN_BYTES", math.inf)  # every line parsed whole
     (whole,) = sf.read_session(str(path))
     assert stream.chunks == whole.chunks and stream.members == whole.members
     assert [c["text"] for c in stream.chunks[1:-3]] == members

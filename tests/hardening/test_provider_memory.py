@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 import streamfsm as sf
+from streamfsm._providers.arguments import ArgumentWriter, parse_path
 from streamfsm._providers.blocks import ProviderBlock
-from streamfsm._providers.gemini_arguments import ArgumentWriter, parse_path
 from streamfsm._providers.held import PACK, BlockQueue
 from streamfsm._providers.sse import SSEParser
 

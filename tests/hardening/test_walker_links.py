@@ -1,4 +1,4 @@
-"""One walker for folders and patterns, one rule for links (``streamfsm/_sources.py``).
+"""One walker for folders and patterns, one rule for links (``streamfsm/_walk.py``).
 
 ``**`` used to follow links to folders: with ``d/a -> .`` one file was checked 41 times, and with a second link the
 pattern grew as 2^depth (a hang). A walked folder followed links to files anywhere and printed their first line:
@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from streamfsm import _sources
+from streamfsm import _walk
 from streamfsm._recordings import NOT_JSON_SHOWN
 
 from ..data import SEED_CHUNKS
@@ -34,7 +34,7 @@ def recording(path: Path) -> Path:
 
 def found(*arguments: str, follow_links: bool = False) -> list[tuple[str, str | None]]:
     """What the arguments expand to: each input's path, and why it is skipped (or cannot be read)."""
-    return [(i.path, i.skipped or i.error) for i in _sources._inputs(list(arguments), follow_links=follow_links)]
+    return [(i.path, i.skipped or i.error) for i in _walk.named_files(list(arguments), follow_links=follow_links)]
 
 
 def test_a_double_star_does_not_follow_links_to_folders(tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
+from streamfsm._providers.arguments import ArgumentWriter, parse_path
 from streamfsm._providers.gemini import from_gemini_chunks, gemini_usage
-from streamfsm._providers.gemini_arguments import ArgumentWriter, parse_path
 
 from ..data import MORE_PROVIDER_STREAMS, recording
 from .support import async_items

@@ -30,9 +30,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm import _cli, _recordings
+from streamfsm import _cli, _cli_report
 from streamfsm._check import UNSAFE, printable
 from streamfsm._lines import MAX_LINE_BYTES, LineTooLong, bounded_lines
+from streamfsm._providers import recorded
 
 from ..cli_support import child_env, command, console_script, jsonl, on_a_terminal, reports, run
 from ..data import FIXTURES, MORE_PROVIDER_STREAMS, PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS
@@ -168,7 +169,7 @@ def test_a_long_chunk_is_shortened(capsys: pytest.CaptureFixture[str], tmp_path:
     status, out, _ = run(capsys, "check", str(path))
     assert status == 1
     chunk_line = out.splitlines()[1]
-    assert len(chunk_line) <= _cli.DEFAULT_WIDTH and chunk_line.endswith("\u2026")
+    assert len(chunk_line) <= _cli_report.DEFAULT_WIDTH and chunk_line.endswith("\u2026")
     status, out, _ = run(capsys, "check", "--json", str(path))
     assert len(reports(out)[0]["chunk"]) == 200
 
@@ -711,10 +712,10 @@ def test_the_progress_bar_shows_paths_as_they_are(tmp_path: Path) -> None:
 
 
 def test_the_plain_summary() -> None:
-    summary = _cli.Summary("strict", files=3, streams=4, ok=2, ok_files=1, unreadable=1, seconds=0.5)
+    summary = _cli_report.Summary("strict", files=3, streams=4, ok=2, ok_files=1, unreadable=1, seconds=0.5)
     summary.codes.update({"BLOCK_NOT_OPEN": 2})
     summary.code_files.update({"BLOCK_NOT_OPEN": 1})
-    text = _cli.format_summary(summary, _cli.Style(False))
+    text = _cli_report.format_summary(summary, _cli_report.Style(False))
     assert text.splitlines() == [
         "checked 4 streams in 3 files (policy strict) in 0.50 s: 2 ok, 2 invalid, 1 unreadable",
         "",
@@ -1168,7 +1169,7 @@ def test_one_event_is_bounded(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """An SSE event holds at most what one line may (``MAX_LINE_BYTES``), its data lines together."""
-    monkeypatch.setattr(_recordings, "MAX_LINE_BYTES", 1_000)
+    monkeypatch.setattr(recorded, "MAX_LINE_BYTES", 1_000)
     path = tmp_path / "big.sse"
     path.write_bytes(b"event: response.created\n" + b"data: " + b"x" * 600 + b"\n" + b"data: " + b"x" * 600 + b"\n\n")
     status, out, _ = run(capsys, "check", "--json", "--format", "openai-responses", str(path))
@@ -1310,13 +1311,13 @@ def test_a_missing_name_that_is_not_utf8_is_complained_about_escaped(tmp_path: P
 def test_json_text_keeps_the_json_and_escapes_the_rest() -> None:
     value = {"text": HOSTILE, "path": NOT_UTF8, "n": [1, 2.5, None]}
     for indent in (False, True):
-        text = _cli.json_text(value, indent=indent)
+        text = _cli_report.json_text(value, indent=indent)
         assert not raw_unsafe(text)
         back = orjson.loads(text)
         assert back["text"] == HOSTILE  # escaping C1 and bidi changes nothing of the JSON's meaning
         assert back["path"] == NOT_UTF8_IN_JSON
         assert back["n"] == [1, 2.5, None]
-    assert _cli.json_text({"a": [1]}, indent=True) == '{\n  "a": [\n    1\n  ]\n}'
+    assert _cli_report.json_text({"a": [1]}, indent=True) == '{\n  "a": [\n    1\n  ]\n}'
 
 
 # -- 17: special files -------------------------------------------------------------------------------------------

@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm import _cli, _sources
+from streamfsm import _cli, _sources, _walk
 from streamfsm._check import check_file
-from streamfsm._recordings import MalformedRow, expand_row
+from streamfsm._chunk_rows import MalformedRow, expand_row
 
 from ..cli_support import jsonl, reports, run
 from ..data import PROVIDER_STREAMS, SEED_CHUNKS, SESSIONS
@@ -773,7 +773,7 @@ FOUND: dict[str, list[str]] = {
 
 
 def expanded(argument: str) -> list[str]:
-    found = _sources._inputs([argument])
+    found = _walk.named_files([argument])
     assert all(i.error is None and i.skipped is None for i in found), found
     return [i.path for i in found]
 
@@ -785,7 +785,7 @@ def test_a_remote_glob_and_a_remote_folder(capsys: pytest.CaptureFixture[str], s
     root = f"s3://{s3.name}/"
     for pattern, files in FOUND.items():
         assert expanded(root + pattern) == [root + f for f in files], pattern
-    sizes = {i.path: i.size for i in _sources._inputs([root + "sessions"])}
+    sizes = {i.path: i.size for i in _walk.named_files([root + "sessions"])}
     assert sizes[root + "sessions/2026-11-02/f.sse"] == len(LAYOUT["sessions/2026-11-02/f.sse"])
     # Through the command: every file checked, by the names above.
     status, found, err = checked(capsys, root + "sessions/2026-11-*/**/*.jsonl*", root + "sessions/2026-12-01")
@@ -835,7 +835,7 @@ def test_a_local_name_with_pattern_characters_is_that_file(capsys: pytest.Captur
 def test_a_fifo_a_pattern_matches_is_skipped_as_in_a_folder(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "live.jsonl")
     (tmp_path / "good.jsonl").write_bytes(jsonl(SEED_CHUNKS))
-    found = _sources._inputs([f"{tmp_path}/*.jsonl"])
+    found = _walk.named_files([f"{tmp_path}/*.jsonl"])
     assert [(i.path, i.skipped) for i in found] == [
         (f"{tmp_path}/good.jsonl", None),
         (f"{tmp_path}/live.jsonl", "skipped: a FIFO, not a regular file"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamfsm as sf
 
 from ..agent_support import Fail, Tick, Turn, answer, collect, make_loop, run
-from .conftest import Recorded
+from .otel_support import Recorded
 
 E = sf.ErrorCode
 #: The boundaries the conventions give (docs/gen-ai/gen-ai-metrics.md of open-telemetry/semantic-conventions-genai).

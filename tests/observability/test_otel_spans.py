@@ -23,7 +23,7 @@ from streamfsm.otel import StreamfsmInstrumentor
 
 from ..agent_support import FakeClock, Hang, Turn, answer, calls, collect, make_loop, run, usage
 from ..sse_server import SSE, Reply, SSEServer, openai_events
-from .conftest import Recorded, recorder
+from .otel_support import Recorded, recorder
 
 E = sf.ErrorCode
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any
 import streamfsm as sf
 
 from ..agent_support import Hang, Turn, answer, calls, make_loop, run, usage
-from .conftest import Recorded
+from .otel_support import Recorded
 
 E = sf.ErrorCode
 RECEIVED = sf.TokenUsage(prompt_tokens=7, completion_tokens=3, total_tokens=10)

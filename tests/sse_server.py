@@ -112,6 +112,11 @@ def openai_events(chunks: Iterable[Mapping[str, Any]], *, done: bool = True) -> 
     return [*events, "data: [DONE]"] if done else events
 
 
+def chat_delta(**fields: Any) -> dict[str, Any]:
+    """One ``chat.completion.chunk`` with a delta of ``fields`` (for :func:`openai_events`)."""
+    return {"id": "chatcmpl-1", "model": "deepseek-chat", "choices": [{"index": 0, "delta": fields}]}
+
+
 def anthropic_events(events: Iterable[Mapping[str, Any]]) -> list[str]:
     """``event:``/``data:`` pairs of Messages API events."""
     return [f"event: {event['type']}\ndata: {orjson.dumps(event).decode()}" for event in events]

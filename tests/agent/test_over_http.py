@@ -14,12 +14,7 @@ from typing import Any
 import streamfsm as sf
 
 from ..agent_support import SEED_READS, FakeClock, collect, kinds, run, wire
-from ..sse_server import SSE, Reply, SSEServer, anthropic_events, openai_events
-
-
-def delta(**fields: Any) -> dict[str, Any]:
-    """One ``chat.completion.chunk`` with a delta."""
-    return {"id": "chatcmpl-1", "model": "deepseek-chat", "choices": [{"index": 0, "delta": fields}]}
+from ..sse_server import SSE, Reply, SSEServer, anthropic_events, chat_delta, openai_events
 
 
 def tool_delta(index: int, arguments: str, call_id: str | None = None, name: str | None = None) -> dict[str, Any]:
@@ -27,7 +22,7 @@ def tool_delta(index: int, arguments: str, call_id: str | None = None, name: str
     call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
     if call_id is not None:
         call["id"], call["type"], call["function"]["name"] = call_id, "function", name
-    return delta(tool_calls=[call])
+    return chat_delta(tool_calls=[call])
 
 
 def ending(reason: str, prompt: int, completion: int) -> list[dict[str, Any]]:
@@ -39,15 +34,19 @@ def ending(reason: str, prompt: int, completion: int) -> list[dict[str, Any]]:
 
 
 TOOL_TURN = [
-    delta(role="assistant", content="2つのファイルを"),
-    delta(content="確認します"),
+    chat_delta(role="assistant", content="2つのファイルを"),
+    chat_delta(content="確認します"),
     tool_delta(0, "", "call_1", "file_edit"),
     tool_delta(0, '{"action": "read", '),
     tool_delta(0, '"path": "src/index.ts"}'),
     tool_delta(1, '{"action": "read", "path": "src/app.ts"}', "call_2", "file_edit"),
     *ending("tool_calls", 120, 40),
 ]
-ANSWER_TURN = [delta(role="assistant", content="上記2ファイル"), delta(content="の内容..."), *ending("stop", 200, 10)]
+ANSWER_TURN = [
+    chat_delta(role="assistant", content="上記2ファイル"),
+    chat_delta(content="の内容..."),
+    *ending("stop", 200, 10),
+]
 
 
 def test_two_parallel_file_reads_a_rate_limit_and_the_answer_over_http(server: SSEServer) -> None:
@@ -114,7 +113,7 @@ def test_two_parallel_file_reads_a_rate_limit_and_the_answer_over_http(server: S
 
 
 def test_an_abort_tears_a_live_http_response_down(server: SSEServer) -> None:
-    slow = [delta(content=f"word{n} ") for n in range(40)] + ending("stop", 10, 40)
+    slow = [chat_delta(content=f"word{n} ") for n in range(40)] + ending("stop", 10, 40)
     server.script(SSE(openai_events(slow), delay=0.05))
     controller = sf.AbortController()
     loop = sf.AgentLoop(sf.OpenAICompatibleAdapter(server.url), model="deepseek-chat")

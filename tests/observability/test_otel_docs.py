@@ -12,15 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..sse_server import SSE, SSEServer, openai_events
+from ..sse_server import SSE, SSEServer, chat_delta, openai_events
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "guides" / "opentelemetry.md"
-
-
-def delta(**fields: Any) -> dict[str, Any]:
-    """One ``chat.completion.chunk`` with a delta."""
-    return {"id": "chatcmpl-1", "model": "deepseek-chat", "choices": [{"index": 0, "delta": fields}]}
 
 
 def ending(reason: str) -> list[dict[str, Any]]:
@@ -39,8 +34,8 @@ def test_the_console_recipe_prints_the_runs_spans(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
     with SSEServer() as server:
         server.script(
-            SSE(openai_events([delta(tool_calls=[call]), *ending("tool_calls")])),
-            SSE(openai_events([delta(content="It declares a project named demo."), *ending("stop")])),
+            SSE(openai_events([chat_delta(tool_calls=[call]), *ending("tool_calls")])),
+            SSE(openai_events([chat_delta(content="It declares a project named demo."), *ending("stop")])),
         )
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         done = subprocess.run(

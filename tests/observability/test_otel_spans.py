@@ -22,22 +22,17 @@ import streamfsm as sf
 from streamfsm.otel import StreamfsmInstrumentor
 
 from ..agent_support import FakeClock, Hang, Turn, answer, calls, collect, make_loop, run, usage
-from ..sse_server import SSE, Reply, SSEServer, openai_events
+from ..sse_server import SSE, Reply, SSEServer, chat_delta, openai_events
 from .otel_support import Recorded, recorder
 
 E = sf.ErrorCode
 REPO = Path(__file__).resolve().parents[2]
 
 
-def delta(**fields: Any) -> dict[str, Any]:
-    """One ``chat.completion.chunk`` with a delta."""
-    return {"id": "chatcmpl-1", "model": "deepseek-chat", "choices": [{"index": 0, "delta": fields}]}
-
-
 def tool_delta(index: int, arguments: str, call_id: str, name: str) -> dict[str, Any]:
     """Parallel tool call ``index`` in one delta."""
     call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-    return delta(tool_calls=[call])
+    return chat_delta(tool_calls=[call])
 
 
 def ending(reason: str, prompt: int, completion: int, cached: int = 0) -> list[dict[str, Any]]:
@@ -52,12 +47,12 @@ def ending(reason: str, prompt: int, completion: int, cached: int = 0) -> list[d
 
 
 TOOL_TURN = [
-    delta(role="assistant", content="Reading both"),
+    chat_delta(role="assistant", content="Reading both"),
     tool_delta(0, '{"path": "src/index.ts"}', "call_1", "read_file"),
     tool_delta(1, '{"path": "src/app.ts"}', "call_2", "read_file"),
     *ending("tool_calls", 120, 40, cached=100),
 ]
-ANSWER_TURN = [delta(role="assistant", content="Both export a name."), *ending("stop", 200, 10)]
+ANSWER_TURN = [chat_delta(role="assistant", content="Both export a name."), *ending("stop", 200, 10)]
 
 
 def children(parent: ReadableSpan, spans: list[ReadableSpan]) -> list[ReadableSpan]:

@@ -14,7 +14,7 @@ import streamfsm as sf
 
 from ..data import PROVIDER_STREAMS
 from ..sse_server import SSE, Reply, SSEServer, anthropic_events, openai_events, wait_for
-from .test_converters import anthropic_recording, openai_recording
+from .support import anthropic_recording, openai_recording
 
 E = sf.ErrorCode
 TOOL_CALL = openai_recording(PROVIDER_STREAMS / "openai-chat" / "deepseek-tool-call.jsonl")

@@ -15,31 +15,13 @@ import orjson
 import pytest
 
 import streamfsm as sf
-from streamfsm._providers.http import read_sse
 
 from ..data import MORE_PROVIDER_STREAMS, PROVIDER_STREAMS
-from .support import async_items
+from .support import anthropic_recording, async_items, openai_recording
 
 E = sf.ErrorCode
 OPENAI = PROVIDER_STREAMS / "openai-chat"
 ANTHROPIC = PROVIDER_STREAMS / "anthropic-messages"
-
-
-def openai_recording(path: Path) -> list[dict[str, Any]]:
-    """The chat.completion.chunk objects of a recording: one per line, or SSE up to ``[DONE]``."""
-    if path.suffix == ".jsonl":
-        return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    out = []
-    for event in read_sse(path.read_bytes()):
-        if event.data == "[DONE]":
-            break
-        out.append(orjson.loads(event.data))
-    return out
-
-
-def anthropic_recording(path: Path) -> list[dict[str, Any]]:
-    """The events of a recorded Messages API stream."""
-    return [orjson.loads(event.data) for event in read_sse(path.read_bytes())]
 
 
 OPENAI_FILES = sorted(p for p in OPENAI.glob("*") if p.suffix in (".jsonl", ".sse"))

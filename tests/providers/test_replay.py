@@ -19,6 +19,7 @@ from streamfsm._providers.replay import KeptBlock, by_position, describe_kept, k
 
 from ..data import MORE_PROVIDER_STREAMS
 from ..sse_server import SSE, SSEServer, anthropic_events, openai_events
+from .support import openai_recording
 from .test_anthropic_blocks import (
     MESSAGE_START,
     RECORDINGS,
@@ -34,7 +35,7 @@ from .test_anthropic_blocks import (
     turns,
     whole,
 )
-from .test_converters import USAGE, chunk, openai_recording
+from .test_converters import USAGE, chunk
 
 
 def generate(adapter: sf.LlmAdapter, messages: tuple[sf.Message, ...], model: str = "claude") -> sf.StreamResult:

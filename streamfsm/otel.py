@@ -334,7 +334,10 @@ class _Request(RequestTrace):
                 else:
                     record(now - self._last, attributes)
                 self._last = now
-                if output is not None and chunk.get("type") == "block-end":
+                kind = chunk.get("type")
+                if kind == "finish":
+                    _set_response(self.span, chunk.get("replayState"))
+                elif output is not None and kind == "block-end":
                     output.append(_part(chunk.get("block")))
                 yield chunk
         finally:
@@ -465,6 +468,27 @@ def _cancelled(span: Span, cause: LlmError | None) -> None:
     span.set_attribute("streamfsm.cancelled", True)
     if cause is not None:
         span.set_attribute("streamfsm.cancel.code", str(cause.code))
+
+
+def _set_response(span: Span, state: object) -> None:
+    """``gen_ai.response.id`` and ``gen_ai.response.model``, where the finish's ``replayState`` names them: the
+    block protocol has no field for either, but the converters of the Responses and Anthropic APIs keep
+    ``response: {id, model}``, Gemini's ``gemini.response: {responseId, modelVersion}`` and Cohere's
+    ``responseId``. Chat completions keep neither."""
+    if not isinstance(state, Mapping):
+        return
+    response = state.get("response")
+    gemini = state.get("gemini")
+    if isinstance(gemini, Mapping) and isinstance(gemini.get("response"), Mapping):
+        found = gemini["response"]
+        identity = (found.get("responseId"), found.get("modelVersion"))
+    elif isinstance(response, Mapping):
+        identity = (response.get("id"), response.get("model"))
+    else:
+        identity = (state.get("responseId"), None)
+    for key, value in zip(("gen_ai.response.id", "gen_ai.response.model"), identity, strict=True):
+        if isinstance(value, str) and value:
+            span.set_attribute(key, value)
 
 
 def _set_usage(span: Span, usage: Usage) -> None:

@@ -22,7 +22,7 @@ import streamfsm as sf
 from streamfsm.otel import StreamfsmInstrumentor
 
 from ..agent_support import FakeClock, Hang, Turn, answer, calls, collect, make_loop, run, usage
-from ..sse_server import SSE, Reply, SSEServer, chat_delta, openai_events
+from ..sse_server import SSE, Reply, SSEServer, anthropic_events, chat_delta, openai_events
 from .otel_support import Recorded, recorder
 
 E = sf.ErrorCode
@@ -196,6 +196,38 @@ def test_a_bare_adapter_stream_outside_a_run_gets_its_own_chat_span(otel: Record
     assert truncated.attributes["streamfsm.chunk_index"] == 4  # the chunks received
     assert truncated.attributes["gen_ai.usage.input_tokens"] == 3  # the usage that came before it broke
     assert otel.spans("invoke_agent") == []
+
+
+def test_the_response_id_and_model_come_from_what_the_converter_kept(otel: Recorded) -> None:
+    """The block protocol has no field for them; the Anthropic converter keeps the message's id and model in the
+    finish's replayState, and the chat span reads them there (chat completions keep neither: not set)."""
+    message = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+               "content": [], "usage": {"input_tokens": 12, "output_tokens": 1}}  # fmt: skip
+    events = [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]
+    ask = sf.GenerateOptions(model="claude-sonnet-4-5", messages=(sf.UserMessage(content="Hi?"),))
+
+    async def read(adapter: sf.LlmAdapter) -> list[Any]:
+        return [chunk async for chunk in adapter.generate(ask)]
+
+    with SSEServer() as server:
+        server.script(
+            SSE(anthropic_events(events)), SSE(openai_events([chat_delta(content="Hi"), *ending("stop", 3, 1)]))
+        )
+        run(read(sf.AnthropicAdapter(api_key="k", base_url=server.url)))
+        run(read(sf.OpenAICompatibleAdapter(server.url)))
+    anthropic, chat = otel.spans("chat")
+    assert anthropic.attributes is not None and chat.attributes is not None
+    assert anthropic.attributes["gen_ai.response.id"] == "msg_01"
+    assert anthropic.attributes["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
+    assert anthropic.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
+    assert "gen_ai.response.id" not in chat.attributes and "gen_ai.response.model" not in chat.attributes
 
 
 def test_a_bare_stream_left_early_is_cancelled_and_its_upstream_closed_at_once(otel: Recorded) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ import orjson
 import pytest
 
 import streamfsm as sf
+from benchmarks.provider_memory import HELD, PIECE, peak  # the hostile streams the benchmark measures
 from streamfsm._providers.arguments import ArgumentWriter, parse_path
 from streamfsm._providers.blocks import ProviderBlock
 from streamfsm._providers.held import PACK, BlockQueue
@@ -32,84 +32,6 @@ MiB = 1024 * KiB
 LIMIT = 256 * KiB
 SENT = 16 * LIMIT
 LIMITS = sf.Limits(max_stream_bytes=LIMIT)
-PIECE = "x" * 64
-
-
-def peak(run: Callable[[], Any]) -> tuple[Any, int]:
-    """``run()``'s result (or the LlmError it raised) and the peak of memory allocated meanwhile."""
-    tracemalloc.start()
-    try:
-        try:
-            result: Any = run()
-        except sf.LlmError as exc:
-            result = exc
-        return result, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-# --- Held-back blocks (a tool call whose arguments never complete holds back every later block) -------------
-
-
-def _openai() -> Iterator[dict[str, Any]]:
-    def tool(index: int, **function: str) -> dict[str, Any]:
-        call: dict[str, Any] = {"index": index, "function": function}
-        if "name" in function:
-            call["id"] = f"call_{index}"
-        return {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
-
-    yield tool(0, name="f", arguments='{"a":')
-    yield tool(1, name="g", arguments="")
-    while True:
-        yield tool(1, arguments=PIECE)
-
-
-def _gemini() -> Iterator[dict[str, Any]]:
-    def chunk(*parts: dict[str, Any]) -> dict[str, Any]:
-        return {"candidates": [{"content": {"role": "model", "parts": list(parts)}, "index": 0}], "responseId": "r"}
-
-    yield chunk({"functionCall": {"name": "f", "willContinue": True}})
-    while True:
-        yield chunk({"text": PIECE})
-
-
-def _responses() -> Iterator[dict[str, Any]]:
-    item = {"id": "fc_1", "type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}
-    yield {"type": "response.created", "response": {"id": "resp_1", "model": "m", "status": "in_progress"}}
-    yield {"type": "response.output_item.added", "output_index": 0, "item": item}
-    yield {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1", "delta": '{"a":'}
-    text = {"type": "response.output_text.delta", "item_id": "m1", "output_index": 1, "content_index": 0}
-    while True:
-        yield {**text, "delta": PIECE}
-
-
-def _bedrock() -> Iterator[dict[str, Any]]:
-    yield {"messageStart": {"role": "assistant"}}
-    start = {"toolUse": {"toolUseId": "t1", "name": "f"}}
-    yield {"contentBlockStart": {"contentBlockIndex": 0, "start": start}}
-    yield {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a":'}}}}
-    while True:
-        yield {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"text": PIECE}}}
-
-
-def _cohere() -> Iterator[dict[str, Any]]:
-    def message(kind: str, index: int, **fields: Any) -> dict[str, Any]:
-        return {"type": kind, "index": index, "delta": {"message": fields}}
-
-    yield {"type": "message-start", "id": "r", "delta": {"message": {"role": "assistant"}}}
-    yield message("tool-call-start", 0, tool_calls={"id": "t1", "type": "function", "function": {"name": "f"}})
-    yield message("tool-call-delta", 0, tool_calls={"function": {"arguments": '{"a":'}})
-    while True:
-        yield message("content-delta", 0, content={"text": PIECE})
-
-
-HELD = {
-    "openai": (sf.from_openai_chunks, _openai),
-    "gemini": (sf.from_gemini_chunks, _gemini),
-    "responses": (sf.from_openai_responses_events, _responses),
-    "bedrock": (sf.from_bedrock_events, _bedrock),
-    "cohere": (sf.from_cohere_events, _cohere),
-}
 
 
 def _sent(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -204,9 +126,9 @@ async def _consume(adapter: sf.LlmAdapter, policy: str | None) -> None:
 
 
 ADAPTERS: dict[str, Callable[[str], sf.LlmAdapter]] = {
-    "gemini": lambda url: sf.GeminiAdapter(base_url=url, api_key="g-key"),
-    "responses": lambda url: sf.OpenAIResponsesAdapter(url, api_key="sk-key"),
-    "openai": lambda url: sf.OpenAICompatibleAdapter(url, api_key="sk-key"),
+    "Gemini": lambda url: sf.GeminiAdapter(base_url=url, api_key="g-key"),
+    "Responses": lambda url: sf.OpenAIResponsesAdapter(url, api_key="sk-key"),
+    "chat completions": lambda url: sf.OpenAICompatibleAdapter(url, api_key="sk-key"),
 }
 ASK = sf.GenerateOptions(model="m", messages=(sf.UserMessage(content="hi"),))
 
@@ -408,7 +330,7 @@ class _HoldingAdapter(sf.LlmAdapter):
     """An adapter whose stream converts a chat stream that holds its content back behind an incomplete call."""
 
     async def _events(self) -> Any:
-        for event in _sent(_openai()):
+        for event in _sent(HELD["chat completions"][1]()):
             yield event
 
     def stream(self, options: sf.GenerateOptions) -> Any:

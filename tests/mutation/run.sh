@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation testing of streamfsm/_machine.py with mutmut, against the module as Python source (docs/project/reliability.md).
+# Mutation testing of the machine (the modules only_mutate lists in tests/mutation/mutmut.toml) with mutmut, against the module as Python source (docs/project/reliability.md).
 #
 #   tests/mutation/run.sh [WORKDIR]      # default /tmp/streamfsm-mutation; JOBS=n sets the workers (default: cores)
 #

@@ -302,21 +302,33 @@ def dask_setup(worker: object) -> None:
 
 
 class _Processes:
-    """Local worker processes (``concurrent.futures``). A pool broken by a worker that died is replaced."""
+    """Local worker processes (``concurrent.futures``). A pool broken by a worker that died is replaced.
+
+    A batch that fails is checked again one file at a time on a pool of one worker of its own (:meth:`_alone`):
+    a worker that dies there died on that file, never on a file of another batch running beside it.
+    """
 
     def __init__(self, workers: int, task: Task) -> None:
         self._workers, self._task = workers, task
-        self._pool = self._start()
+        self._pool = self._start(workers)
+        self._solo: ProcessPoolExecutor | None = None
         self._running: set[Future[list[Packed]]] = set()
         self._pools: dict[Future[list[Packed]], ProcessPoolExecutor] = {}
 
-    def _start(self) -> ProcessPoolExecutor:
+    @staticmethod
+    def _start(workers: int) -> ProcessPoolExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=self._workers, initializer=_ignore_sigint)
+        return ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
 
     def submit(self, batch: list[str]) -> Future[list[Packed]]:
-        future = self._pool.submit(self._task, batch)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            future = self._pool.submit(self._task, batch)
+        except BrokenProcessPool as exc:  # a worker died since the last batch was sent: its batch will say so
+            self._renew_if_broken(self._pool, exc)
+            future = self._pool.submit(self._task, batch)
         self._running.add(future)
         self._pools[future] = self._pool
         return future
@@ -338,12 +350,17 @@ class _Processes:
             return [self._alone(name) for name in batch]
 
     def _alone(self, name: str) -> FileReport:
-        """``name`` checked as a task of its own: its report, or why it gave none (its worker died)."""
-        pool = self._pool
+        """``name`` checked as the only task of a worker: its report, or why it gave none (its worker died)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self._solo is None:
+            self._solo = self._start(1)
         try:
-            return _unpack(pool.submit(self._task, [name]).result())[0]
+            return _unpack(self._solo.submit(self._task, [name]).result())[0]
         except Exception as exc:
-            self._renew_if_broken(pool, exc)
+            if isinstance(exc, BrokenProcessPool):
+                self._solo.shutdown(wait=False, cancel_futures=True)
+                self._solo = None
             return failed(name, f"the check failed on a worker: {_why(exc)}")
 
     def _renew_if_broken(self, pool: ProcessPoolExecutor, exc: Exception) -> None:
@@ -352,16 +369,18 @@ class _Processes:
 
         if isinstance(exc, BrokenProcessPool) and pool is self._pool:
             pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = self._start()
+            self._pool = self._start(self._workers)
 
     def cancel(self, futures: Collection[Future[list[Packed]]]) -> None:
         for future in futures:
             future.cancel()
-        for pool in {self._pool, *self._pools.values()}:
+        for pool in {self._pool, *self._pools.values(), *([self._solo] if self._solo else [])}:
             _terminate(pool)
 
     def close(self) -> None:
         """Wait for the workers to leave."""
+        if self._solo is not None:
+            self._solo.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 

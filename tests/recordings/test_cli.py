@@ -1789,26 +1789,40 @@ def test_ctrl_c_in_the_demo(argv: list[str]) -> None:
 
 
 def test_ctrl_c_from_the_terminal_while_workers_check(tmp_path: Path) -> None:
-    """A terminal's Ctrl-C reaches the whole process group: the workers leave it to the command (no tracebacks)."""
+    """A terminal's Ctrl-C reaches the whole process group: the workers leave it to the command (no tracebacks).
+
+    A worker is held reading a FIFO (named on the command line, it is read) until the Ctrl-C is sent: the run cannot
+    have ended before, however fast or slow the machine."""
     line = orjson.dumps({"type": "text-delta", "index": 0, "text": "x" * 40}) + b"\n"
-    for n in range(16):
-        (tmp_path / f"{n:02}.jsonl").write_bytes(line * 60_000)
+    files = tmp_path / "files"
+    files.mkdir()
+    for n in range(8):
+        (files / f"{n:02}.jsonl").write_bytes(line * 1_000)
+    fifo = tmp_path / "held.jsonl"
+    os.mkfifo(fifo)
     child = subprocess.Popen(
-        [sys.executable, "-m", "streamfsm._cli", "check", "-j", "2", str(tmp_path)],
+        [sys.executable, "-m", "streamfsm._cli", "check", "-j", "2", str(fifo), str(files)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=child_env(),
         start_new_session=True,
     )
+    writer = -1
     try:
         deadline = time.monotonic() + 60
-        while len(os.listdir(f"/proc/{child.pid}/task")) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)  # until the pool's thread runs: the workers are starting
-        time.sleep(0.3)
+        while writer < 0 and time.monotonic() < deadline:
+            try:  # succeeds once a reader has the FIFO open: a worker is checking it
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.02)
+        assert writer >= 0, "no worker opened the FIFO"
+        os.write(writer, line)
         os.killpg(child.pid, signal.SIGINT)
         _, err = child.communicate(timeout=120)
     finally:
         child.kill()
+        if writer >= 0:
+            os.close(writer)
     assert (child.returncode, err) == (_cli.EXIT_INTERRUPTED, b"streamfsm: interrupted\n")
 
 

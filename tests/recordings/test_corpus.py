@@ -241,6 +241,42 @@ def test_a_file_whose_worker_fails_is_that_files_error(small_files: list[str], t
     assert got[:13] + got[14:] == expected[:13] + expected[14:]  # the others, and the run, go on
 
 
+def test_a_batch_sent_after_a_worker_died_goes_to_a_new_pool(small_files: list[str]) -> None:
+    """A worker may die between two batches sent: the next one goes to a new pool, the dead one's batch is
+    checked file by file."""
+    names = poisoned(small_files)[10:16]  # the poison is the fourth
+    executor = _corpus._Processes(2, functools.partial(die_on_poison, fmt="auto", policy=Policy.STRICT))
+    try:
+        first = executor.submit(names[:4])
+        assert first.exception(timeout=60) is not None  # the pool is broken
+        second = executor.submit(names[4:])
+        assert executor.next_done() in (first, second)
+        got = executor.outcome(first, names[:4]) + executor.outcome(second, names[4:])
+    finally:
+        executor.close()
+    expected = one_by_one(names, Policy.STRICT)
+    assert got[3].error is not None and got[3].error.startswith("the check failed on a worker: BrokenProcessPool")
+    assert got[:3] + got[4:] == expected[:3] + expected[4:]
+
+
+def test_two_batches_whose_workers_die_at_once_fail_only_their_own_files(small_files: list[str]) -> None:
+    """Each file of a failed batch is checked again on a worker of its own: another batch's worker dying at the
+    same time is not that file's error."""
+    names = poisoned(small_files)
+    second = str(Path(small_files[0]).with_name("poison-2.jsonl"))
+    Path(second).write_bytes(jsonl(SEED_CHUNKS))
+    names.insert(22, second)
+    executor = _corpus._Processes(2, functools.partial(die_on_poison, fmt="auto", policy=Policy.STRICT))
+    try:
+        got = list(_corpus._ordered(batches(names, max_files=4), executor, window=8))
+    finally:
+        executor.close()
+    expected = one_by_one(names, Policy.STRICT)
+    failed = [n for n, report in enumerate(got) if report.error is not None]
+    assert failed == [13, 22]
+    assert [r for n, r in enumerate(got) if n not in failed] == [r for n, r in enumerate(expected) if n not in failed]
+
+
 def test_a_check_that_raises_is_that_files_error(small_files: list[str]) -> None:
     got = _corpus.check_batch([small_files[0], "bad\0name.jsonl", small_files[1]])
     assert got[0] == sf.check_file(small_files[0]) and got[2] == sf.check_file(small_files[1])

@@ -590,6 +590,7 @@ class Recorder(M.StreamAssembler):  # type: ignore[misc,name-defined]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cold: list[int] = []
+        self.whole: list[int] = []  # the chunks checked whole (``_shaped``): the handlers' fast tests declined them
 
     def _saw(self, n: int) -> None:
         if not self.cold or self.cold[-1] != n:
@@ -598,6 +599,10 @@ class Recorder(M.StreamAssembler):  # type: ignore[misc,name-defined]
     def _route_in_full(self, chunk: object, n: int) -> Any:  # not a dict, or no route: checked whole first
         self._saw(n)
         return super()._route_in_full(chunk, n)
+
+    def _shaped(self, chunk: object, n: int) -> Any:
+        self.whole.append(n)
+        return super()._shaped(chunk, n)
 
     def _on_block_start(self, c: Any, route: Any, n: int) -> bool:
         self._saw(n)
@@ -658,6 +663,37 @@ def handled(chunks: Sequence[Mapping[str, Any]]) -> list[int]:
     return positions
 
 
+PLAIN_KINDS = ("stop", "tool-calls", "max-tokens")
+OPTIONAL_COUNTS = ("cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
+
+
+def checked_whole(chunks: Sequence[Any]) -> list[int]:
+    """The positions of the chunks of a valid stream that the machine checks whole (``_shape.check``), by its
+    design: a chunk that is not a dict, a block type only HARNESS knows, the end of a block that takes no deltas
+    (an image), a usage whose optional count is not an ``int`` (``null``), a finish with a failure, a replay state
+    or a kind with no plain reason. Every other chunk, of exact types, is vouched for by its handler's fast tests.
+    """
+    positions = []
+    for k, chunk in enumerate(chunks):
+        if type(chunk) is not dict:
+            positions.append(k)
+            continue
+        t = chunk["type"]
+        if t == "block-start":
+            whole = chunk["blockType"] not in ("text", "reasoning", "tool-call", "image")
+        elif t == "block-end":
+            whole = chunk["block"]["type"] not in ("text", "reasoning", "tool-call")
+        elif t == "usage":
+            whole = any(key in chunk["usage"] and type(chunk["usage"][key]) is not int for key in OPTIONAL_COUNTS)
+        elif t == "finish":
+            whole = chunk["reason"]["kind"] not in PLAIN_KINDS or "replayState" in chunk
+        else:
+            whole = False
+        if whole:
+            positions.append(k)
+    return positions
+
+
 def recorded(chunks: list[Any], policy: sf.Policy, limits: sf.Limits, entry: str) -> Recorder:
     asm = Recorder(policy, limits)
     if entry == "feed_lines":
@@ -681,11 +717,14 @@ TYPICAL = [
 def test_the_hot_path_takes_the_deltas_of_a_typical_stream(name: str, entry: str) -> None:
     """Only block boundaries, usage, finish, a tool call's first delta (and one that first names the tool), a
     delta for an open block other than the hot one (the block started last, or the last a delta went to), and a
-    mapping that is not a dict reach the handlers."""
+    mapping that is not a dict reach the handlers; and only what their fast tests cannot vouch for is checked whole
+    (``checked_whole``)."""
     chunks, policy, limits = STREAMS[name]
     asm = recorded(chunks, policy, limits, entry)
-    want = handled([dict(c) for c in chunks] if entry == "feed_lines" else chunks)
+    fed = [dict(c) for c in chunks] if entry == "feed_lines" else chunks
+    want = handled(fed)
     assert asm.cold == want
+    assert asm.whole == checked_whole(fed)
     assert len(want) < len(chunks) or not any(c["type"] in DELTAS for c in chunks)
 
 
@@ -706,6 +745,7 @@ def test_the_hot_path_finds_a_field_by_its_value_whatever_object_its_key_is(keys
         for chunk in plain:
             asm.feed(load(orjson.dumps(chunk)))
         assert asm.cold == handled(plain), name
+        assert asm.whole == checked_whole(plain), name
         assert asm.close() == sf.assemble(plain, policy=policy, limits=limits), name
 
 
@@ -724,6 +764,7 @@ def test_the_hot_path_takes_the_recorded_deltas() -> None:
         for entry in FEEDS:
             asm = recorded(chunks, HARNESS, sf.Limits(), entry)
             assert asm.cold == handled(chunks)
+            assert asm.whole == checked_whole(chunks)
         hot += len(chunks) - len(asm.cold)
         deltas += sum(c["type"] in DELTAS for c in chunks)
     # The others are a tool call's first delta (many recorded calls come in one delta) or a delta for an open

@@ -88,6 +88,7 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._providers import CohereConverter as CohereConverter
     from ._providers import GeminiAdapter as GeminiAdapter
     from ._providers import GeminiConverter as GeminiConverter
+    from ._providers import HttpSettings as HttpSettings
     from ._providers import OpenAICompatibleAdapter as OpenAICompatibleAdapter
     from ._providers import OpenAIConverter as OpenAIConverter
     from ._providers import OpenAIResponsesAdapter as OpenAIResponsesAdapter

@@ -28,6 +28,7 @@ def redact_active(text: str) -> str:
     active = REDACTION.get()
     return text if active is None else active[0](text)
 
+
 #: How much of a value a message quotes by default.
 QUOTE_MAX: Final = 80
 #: An integer of more bits than this is named by its size: its digits would be cut anyway, and converting a

@@ -85,7 +85,7 @@ from __future__ import annotations
 
 from .anthropic_messages import AnthropicConverter, from_anthropic_events
 from .anthropic_messages_adapter import AnthropicAdapter
-from .base import HttpAdapter
+from .base import HttpAdapter, HttpSettings
 from .bedrock import BedrockConverter, from_bedrock_events
 from .cohere import CohereConverter, from_cohere_events
 from .gemini import GeminiConverter, from_gemini_chunks
@@ -105,6 +105,7 @@ __all__ = [
     "GeminiAdapter",
     "GeminiConverter",
     "HttpAdapter",
+    "HttpSettings",
     "KeptBlock",
     "OpenAICompatibleAdapter",
     "OpenAIConverter",

@@ -7,28 +7,21 @@ It streams ``POST {base_url}/v1/messages`` and converts the events with
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Unpack
 
 from .._adapter import (
-    APP_IDENTITY,
-    AppIdentity,
     AssistantMessage,
     GenerateOptions,
-    ModelInfo,
     ToolResultMessage,
 )
 from .._errors import ErrorCode, LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
 from .._wire import StreamChunk
 from .anthropic_messages import AnthropicConverter
-from .base import HttpAdapter
+from .base import HttpAdapter, HttpSettings
 from .replay import by_position, kept_blocks
 from .secrets import check_headers
-from .sse import DEFAULT_MAX_EVENT_BYTES
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["AnthropicAdapter", "anthropic_messages", "assistant_content"]
 
@@ -121,39 +114,22 @@ class AnthropicAdapter(HttpAdapter):
     ``max_tokens`` is required by the API: when a request leaves it unset, the model's ``default_max_tokens``
     is sent, else ``default_max_tokens`` of the adapter, plus the thinking budget when thinking is on (the API
     counts thinking in ``max_tokens``). Reasoning efforts are the model's opaque ids; each one names a thinking
-    budget in ``thinking_budgets`` (``off`` sends no thinking). The other arguments are :class:`HttpAdapter`'s.
+    budget in ``thinking_budgets`` (``off`` sends no thinking). The other arguments are the shared :class:`HttpSettings`.
     Supports every option but ``session_id``.
     """
+
+    default_provider = "anthropic"
 
     def __init__(
         self,
         *,
-        api_key: str | None = None,
         base_url: str = "https://api.anthropic.com",
-        provider: str = "anthropic",
-        models: Sequence[ModelInfo] = (),
-        client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        deadline: float | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        headers: Mapping[str, str] | None = None,
-        identity: AppIdentity = APP_IDENTITY,
         default_max_tokens: int = 4096,
         thinking_budgets: Mapping[str, int] | None = None,
         version: str = "2023-06-01",
+        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            provider=provider,
-            models=models,
-            client=client,
-            timeout=timeout,
-            deadline=deadline,
-            max_event_bytes=max_event_bytes,
-            headers=headers,
-            identity=identity,
-        )
+        super().__init__(base_url, **settings)
         self.default_max_tokens = default_max_tokens
         self.thinking_budgets = dict(thinking_budgets or {"low": 1024, "medium": 4096, "high": 16384})
         self.version = version

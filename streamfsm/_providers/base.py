@@ -2,31 +2,67 @@
 
 :class:`HttpAdapter` holds the API root, the key, the declared models, the client, the bounds and the headers;
 checks the key and headers before any request; redacts the secrets from every error; and runs one request
-through a converter (:meth:`HttpAdapter._converted`). A wire API's adapter subclasses it with its constructor
-parameters spelled out (users read them), says how the key is sent (:meth:`HttpAdapter.provider_headers`),
-builds the request body and implements ``stream``. Importing this needs no ``httpx``: the request is made by
-:mod:`.http`, imported when a stream starts.
+through a converter (:meth:`HttpAdapter._converted`). A wire API's adapter subclasses it: its constructor names
+its own parameters and takes the shared ones as :class:`HttpSettings` (``**settings``), says how the key is sent
+(:meth:`HttpAdapter.provider_headers`), builds the request body and implements ``stream``. Importing this
+needs no ``httpx``: the request is made by :mod:`.http`, imported when a stream starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from .._abort import AbortSignal
-from .._adapter import OPTIONAL_FIELDS, AppIdentity, LlmAdapter, ModelInfo, ProviderInfo, attribution_headers
+from .._adapter import (
+    APP_IDENTITY,
+    OPTIONAL_FIELDS,
+    AppIdentity,
+    LlmAdapter,
+    ModelInfo,
+    ProviderInfo,
+    attribution_headers,
+)
 from .._errors import LlmError
 from .._wire import StreamChunk
 from .body import ACCEPT_ENCODING
 from .secrets import Redactor, check_api_key, check_headers, is_secret_header, redacting
+from .sse import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
     import httpx
 
     from .convert import Converter
 
-__all__ = ["HttpAdapter"]
+__all__ = ["HttpAdapter", "HttpSettings"]
+
+
+class HttpSettings(TypedDict, total=False):
+    """The settings every adapter over HTTP takes, as keywords (``OpenAICompatibleAdapter(url, api_key=...)``).
+
+    Each may be left out: the default is given with it.
+    """
+
+    #: The API key (default None: no key is sent). Refused at once, as ``AUTH``, if it cannot be sent.
+    api_key: str | None
+    #: The provider route's id, in ``provider_info`` and every model (default: the adapter's own, ``"gemini"``...).
+    provider: str
+    #: What the adapter knows of each model, reasoning efforts included (default: none; a model it does not list
+    #: has no selectable effort).
+    models: Sequence[ModelInfo]
+    #: An ``httpx.AsyncClient`` to reuse connections (default None: each request opens and closes its own).
+    client: httpx.AsyncClient | None
+    #: Connect and per-read timeout of a request the adapter opens itself (default None: 10 s, 300 s).
+    timeout: httpx.Timeout | float | None
+    #: Seconds a whole request may take, from sending it to its last event (default None: no bound); ``TIMEOUT``.
+    deadline: float | None
+    #: The bound of one server-sent event or JSON answer, in bytes (default 16 MiB); ``LIMIT_EXCEEDED`` past it.
+    max_event_bytes: int
+    #: Headers sent with every request, last (default none). Refused at once, by name, if one cannot be sent.
+    headers: Mapping[str, str] | None
+    #: Who the application is, in the attribution headers (default: streamfsm's own).
+    identity: AppIdentity
 
 
 class HttpAdapter(LlmAdapter):
@@ -44,20 +80,22 @@ class HttpAdapter(LlmAdapter):
     """
 
     supported_options = frozenset(OPTIONAL_FIELDS) - {"session_id"}
+    #: The provider route's id when ``provider=`` is not given.
+    default_provider: ClassVar[str] = "http"
 
     def __init__(
         self,
         base_url: str,
         *,
-        api_key: str | None,
-        provider: str,
-        models: Sequence[ModelInfo],
-        client: httpx.AsyncClient | None,
-        timeout: httpx.Timeout | float | None,
-        deadline: float | None,
-        max_event_bytes: int,
-        headers: Mapping[str, str] | None,
-        identity: AppIdentity,
+        api_key: str | None = None,
+        provider: str | None = None,
+        models: Sequence[ModelInfo] = (),
+        client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        deadline: float | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        headers: Mapping[str, str] | None = None,
+        identity: AppIdentity = APP_IDENTITY,
     ) -> None:
         check_api_key(api_key)
         check_headers(headers or {})
@@ -67,7 +105,7 @@ class HttpAdapter(LlmAdapter):
             raise ValueError(f"max_event_bytes must be at least 1, got {max_event_bytes!r}")
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
-        self.provider = provider
+        self.provider = self.default_provider if provider is None else provider
         self.models = {model.id: model for model in models}
         self.client = client
         self.timeout = timeout

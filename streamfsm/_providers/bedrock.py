@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, NoReturn, overload
+from typing import Any, NoReturn
 
 import orjson
 
@@ -21,7 +21,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, string
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, string, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -457,10 +457,7 @@ async def _sdk_errors_async(events: AsyncIterable[Any]) -> AsyncIterator[Any]:
         _reraise(exc)
 
 
-@overload
-def from_bedrock_events(events: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
-@overload
-def from_bedrock_events(events: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
+@sync_or_async
 def from_bedrock_events(
     events: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:

@@ -9,7 +9,7 @@ stream; it is handed over as it is.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Hashable, Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import Any
 
 from .._config import Limits
 from .._errors import ErrorCode, LlmError
@@ -17,7 +17,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -324,10 +324,7 @@ class CohereConverter:
         return out + closing(self.usage, finish, replay)
 
 
-@overload
-def from_cohere_events(events: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
-@overload
-def from_cohere_events(events: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
+@sync_or_async
 def from_cohere_events(
     events: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:

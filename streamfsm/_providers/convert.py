@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, cast, overload
 
 import orjson
 
@@ -21,9 +21,13 @@ from .._shape import MAX_INT
 from .._wire import StreamChunk, WireFailure, WireFinishReason
 from .classify import clip
 
+if TYPE_CHECKING:
+    from .._config import Limits
+
 __all__ = [
     "END_OF_TURN",
     "Converter",
+    "SyncOrAsync",
     "TurnConverter",
     "Turns",
     "another_turn",
@@ -39,6 +43,7 @@ __all__ = [
     "refuse_empty",
     "stop_reason",
     "string",
+    "sync_or_async",
 ]
 
 
@@ -181,6 +186,23 @@ def convert(
     if isinstance(events, AsyncIterable):
         return _convert_async(converter, events, what)
     return _convert_sync(converter, events, what)
+
+
+class SyncOrAsync(Protocol):
+    """The type of a ``from_<api>_<events>`` function: an async iterator back for async input, else a sync one."""
+
+    @overload
+    def __call__(
+        self, events: AsyncIterable[Any], /, *, limits: Limits | None = None
+    ) -> AsyncIterator[StreamChunk]: ...
+    @overload
+    def __call__(self, events: Iterable[Any], /, *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
+
+
+def sync_or_async(function: Callable[..., Iterator[StreamChunk] | AsyncIterator[StreamChunk]]) -> SyncOrAsync:
+    """Type ``function`` (``events``, sync or async, and ``limits=``; :func:`convert`'s iterator back) as
+    :class:`SyncOrAsync`: a caller is told which kind of iterator comes back. Nothing changes at run time."""
+    return cast(SyncOrAsync, function)
 
 
 def _convert_sync(converter: Converter, events: Iterable[Any], what: str) -> Iterator[StreamChunk]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any, overload
+from typing import Any
 
 import orjson
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -36,7 +36,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .arguments import ArgumentWriter
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import another_turn, as_event, closing, convert, malformed, non_negative_int
+from .convert import another_turn, as_event, closing, convert, malformed, non_negative_int, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -456,10 +456,7 @@ async def _events_async(chunks: AsyncIterable[Any]) -> AsyncIterator[Mapping[str
         yield gemini_event(chunk)
 
 
-@overload
-def from_gemini_chunks(chunks: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
-@overload
-def from_gemini_chunks(chunks: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
+@sync_or_async
 def from_gemini_chunks(
     chunks: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:

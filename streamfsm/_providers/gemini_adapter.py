@@ -9,28 +9,21 @@ converter kept (code execution, inline data, ...) where it came (:func:`gemini_c
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Collection, Mapping
+from typing import Any, Unpack
 from urllib.parse import quote
 
 from .._adapter import (
-    APP_IDENTITY,
-    AppIdentity,
     AssistantMessage,
     GenerateOptions,
-    ModelInfo,
     ToolResultMessage,
 )
 from .._errors import ErrorCode, LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
 from .._wire import StreamChunk
-from .base import HttpAdapter
+from .base import HttpAdapter, HttpSettings
 from .gemini import CANDIDATE_KEPT, GeminiConverter
 from .replay import by_position, kept_blocks
-from .sse import DEFAULT_MAX_EVENT_BYTES
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["DEFAULT_THINKING_BUDGETS", "DEFAULT_THINKING_LEVELS", "GeminiAdapter", "gemini_contents"]
 
@@ -166,40 +159,23 @@ class GeminiAdapter(HttpAdapter):
     for ``includeThoughts``, so that the thought summaries stream as reasoning. A model whose thinking cannot be
     turned off refuses a budget of 0 itself (``INVALID_REQUEST``).
 
-    The other arguments are :class:`HttpAdapter`'s. Supports every option but ``session_id``.
+    The other arguments are the shared :class:`HttpSettings`. Supports every option but ``session_id``.
     """
+
+    default_provider = "gemini"
 
     def __init__(
         self,
         *,
-        api_key: str | None = None,
         base_url: str = "https://generativelanguage.googleapis.com",
         api_version: str = "v1beta",
-        provider: str = "gemini",
-        models: Sequence[ModelInfo] = (),
-        client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        deadline: float | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        headers: Mapping[str, str] | None = None,
-        identity: AppIdentity = APP_IDENTITY,
         thinking_budgets: Mapping[str, int] | None = None,
         thinking_levels: Collection[str] = DEFAULT_THINKING_LEVELS,
         include_thoughts: bool = True,
         schema_field: str = "parametersJsonSchema",
+        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            provider=provider,
-            models=models,
-            client=client,
-            timeout=timeout,
-            deadline=deadline,
-            max_event_bytes=max_event_bytes,
-            headers=headers,
-            identity=identity,
-        )
+        super().__init__(base_url, **settings)
         if not api_version or "/" in api_version:
             raise ValueError(f"api_version must be one path segment such as 'v1beta', got {api_version!r}")
         self.api_version = api_version

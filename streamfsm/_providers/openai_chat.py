@@ -8,14 +8,14 @@ speaks HTTP (the ``http`` extra).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import Any
 
 from .._config import Limits
 from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason
+from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -276,10 +276,7 @@ class OpenAIConverter:
         return out + closing(self.usage, finish, self.keeper.state())
 
 
-@overload
-def from_openai_chunks(chunks: AsyncIterable[Any], *, limits: Limits | None = None) -> AsyncIterator[StreamChunk]: ...
-@overload
-def from_openai_chunks(chunks: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
+@sync_or_async
 def from_openai_chunks(
     chunks: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:

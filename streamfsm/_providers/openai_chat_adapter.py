@@ -7,12 +7,10 @@ for replay.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Unpack
 
 from .._adapter import (
-    APP_IDENTITY,
-    AppIdentity,
     AssistantMessage,
     GenerateOptions,
     ModelInfo,
@@ -21,14 +19,10 @@ from .._adapter import (
 from .._errors import LlmError
 from .._models import ReasoningBlock, TextBlock, ToolCallBlock
 from .._wire import StreamChunk
-from .base import HttpAdapter
+from .base import HttpAdapter, HttpSettings
 from .convert import malformed
 from .openai_chat import OpenAIConverter
 from .replay import KeptBlock, by_position, kept_blocks
-from .sse import DEFAULT_MAX_EVENT_BYTES
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["OpenAICompatibleAdapter", "openai_messages"]
 
@@ -86,37 +80,20 @@ class OpenAICompatibleAdapter(HttpAdapter):
     (``stream_options.include_usage``), the key as a bearer token. ``max_tokens_field`` names the limit in the
     body (OpenAI's newer models want ``max_completion_tokens``). ``send_reasoning`` sends earlier reasoning back
     as ``reasoning_content`` (DeepSeek's thinking with tools); by default it is not sent, as most servers reject
-    it. The other arguments are :class:`HttpAdapter`'s. Supports every option but ``session_id``.
+    it. The other arguments are the shared :class:`HttpSettings`. Supports every option but ``session_id``.
     """
+
+    default_provider = "openai-compatible"
 
     def __init__(
         self,
         base_url: str,
         *,
-        api_key: str | None = None,
-        provider: str = "openai-compatible",
-        models: Sequence[ModelInfo] = (),
-        client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        deadline: float | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        headers: Mapping[str, str] | None = None,
-        identity: AppIdentity = APP_IDENTITY,
         max_tokens_field: str = "max_tokens",
         send_reasoning: bool = False,
+        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            provider=provider,
-            models=models,
-            client=client,
-            timeout=timeout,
-            deadline=deadline,
-            max_event_bytes=max_event_bytes,
-            headers=headers,
-            identity=identity,
-        )
+        super().__init__(base_url, **settings)
         self.max_tokens_field = max_tokens_field
         self.send_reasoning = send_reasoning
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import Any
 
 import orjson
 
@@ -33,7 +33,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import responses_failure, stream_failure
-from .convert import another_turn, closing, convert, count, finish_reason, is_position, malformed, string
+from .convert import another_turn, closing, convert, count, finish_reason, is_position, malformed, string, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -575,12 +575,7 @@ _HANDLERS = {
 }
 
 
-@overload
-def from_openai_responses_events(
-    events: AsyncIterable[Any], *, limits: Limits | None = None
-) -> AsyncIterator[StreamChunk]: ...
-@overload
-def from_openai_responses_events(events: Iterable[Any], *, limits: Limits | None = None) -> Iterator[StreamChunk]: ...
+@sync_or_async
 def from_openai_responses_events(
     events: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:

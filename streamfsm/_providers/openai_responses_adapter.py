@@ -8,29 +8,22 @@ It streams ``POST {base_url}/responses`` and converts the events with
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Unpack
 
 import orjson
 
 from .._adapter import (
-    APP_IDENTITY,
-    AppIdentity,
     AssistantMessage,
     GenerateOptions,
-    ModelInfo,
     ToolResultMessage,
 )
 from .._errors import ErrorCode, LlmError
 from .._models import TextBlock, ToolCallBlock
 from .._wire import StreamChunk
-from .base import HttpAdapter
+from .base import HttpAdapter, HttpSettings
 from .openai_responses import CLIENT_TOOLS, OpenAIResponsesConverter
 from .replay import kept_blocks
-from .sse import DEFAULT_MAX_EVENT_BYTES
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["OpenAIResponsesAdapter", "output_item", "responses_input"]
 
@@ -199,9 +192,11 @@ class OpenAIResponsesAdapter(HttpAdapter):
     declares those two as the API's local shell and apply-patch tools; the model's calls of them come as
     ``local_shell_call`` and ``apply_patch_call`` items, which are tool calls named ``local_shell`` and
     ``apply_patch`` (their action as the arguments), and their results go back as ``local_shell_call_output`` and
-    ``apply_patch_call_output`` items (:func:`output_item`). The other arguments are :class:`HttpAdapter`'s.
+    ``apply_patch_call_output`` items (:func:`output_item`). The other arguments are the shared :class:`HttpSettings`.
     Supports every option but ``stop`` (the API has no stop sequences) and ``session_id``.
     """
+
+    default_provider = "openai-responses"
 
     supported_options = HttpAdapter.supported_options - {"stop"}
 
@@ -209,32 +204,13 @@ class OpenAIResponsesAdapter(HttpAdapter):
         self,
         base_url: str = "https://api.openai.com/v1",
         *,
-        api_key: str | None = None,
-        provider: str = "openai-responses",
-        models: Sequence[ModelInfo] = (),
-        client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        deadline: float | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        headers: Mapping[str, str] | None = None,
-        identity: AppIdentity = APP_IDENTITY,
         store: bool | None = None,
         reasoning_summary: str | None = "auto",
         strict_tools: bool = False,
         native_tools: Mapping[str, Mapping[str, Any]] | None = None,
+        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            provider=provider,
-            models=models,
-            client=client,
-            timeout=timeout,
-            deadline=deadline,
-            max_event_bytes=max_event_bytes,
-            headers=headers,
-            identity=identity,
-        )
+        super().__init__(base_url, **settings)
         self.store = store
         self.reasoning_summary = reasoning_summary
         self.strict_tools = strict_tools

@@ -2,10 +2,11 @@
 
     python -m benchmarks.instructions [--rounds N]      # about a minute on 2 cores
 
-Runs ``assemble()`` on the short streams (5 chunks each) and on the typical turn in child interpreters under
+Runs ``assemble()`` on the short streams (5 chunks each) and on the typical turn, and the bare dict loop
+(``workloads.bare_loop``, the yardstick of every figure) on the typical turn, in child interpreters under
 ``valgrind --tool=callgrind``, each twice (with and without the work, the difference is the work's own), and
-prints instructions per 5-chunk stream, per typical chunk, and the fixed cost of a stream in typical chunks as
-``python -m benchmarks`` defines it. Instruction counts are not time (allocation-heavy code runs at fewer
+prints instructions per 5-chunk stream, per typical chunk, the fixed cost of a stream in typical chunks as
+``python -m benchmarks`` defines it, and a strict ``assemble`` of a typical chunk as a multiple of the bare loop's. Instruction counts are not time (allocation-heavy code runs at fewer
 instructions per cycle), but they move by a few per cent between runs where timings on a noisy VM move by half:
 a tool for comparing two versions of the machine, not for the targets. Needs ``valgrind`` on the PATH.
 """
@@ -23,10 +24,10 @@ from collections.abc import Sequence
 _DRIVER = """
 import sys
 import streamfsm as sf
-from benchmarks.workloads import short_streams, typical_turn
+from benchmarks.workloads import bare_loop, short_streams, typical_turn
 kind, rounds = sys.argv[1], int(sys.argv[2])
 streams = short_streams(1000).streams if kind == "short" else typical_turn().streams * 10
-assemble = sf.assemble
+assemble = bare_loop if kind == "bare" else sf.assemble
 for s in streams[:10]:
     assemble(s)
 for _ in range(rounds):
@@ -63,9 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_stream = (instructions("short", n) - instructions("short", 0)) / (n * 1000)
     chunks = len(typical_turn().streams[0])
     per_chunk = (instructions("typical", n) - instructions("typical", 0)) / (n * 10 * chunks)
+    bare = (instructions("bare", n) - instructions("bare", 0)) / (n * 10 * chunks)
     print(f"5-chunk stream: {per_stream:,.0f} instructions")
     print(f"typical chunk:  {per_chunk:,.0f} instructions")
     print(f"fixed cost of a stream: {(per_stream - 5 * per_chunk) / per_chunk:.1f} typical chunks (in instructions)")
+    print(f"bare dict loop: {bare:,.0f} instructions a typical chunk; a strict assemble is {per_chunk / bare:.2f}x it")
     return 0
 
 

@@ -38,7 +38,7 @@ python -m benchmarks.docs      # this page again from benchmarks/RESULTS.md
 `python -m benchmarks --only typical,recordings --no-peers --corpus none` times a few workloads alone;
 `python -m benchmarks.corpus [--quick]` runs the corpus section alone. Two more commands count instructions
 under valgrind's callgrind, which do not move with a noisy machine as times do:
-`python -m benchmarks.instructions` (a 5-chunk stream and a typical chunk) and
+`python -m benchmarks.instructions` (a 5-chunk stream, a typical chunk, and the bare dict loop's typical chunk) and
 `python -m benchmarks.instructions_jsonl` (a chunk of `validate_jsonl` and `assemble_jsonl` next to
 `orjson.loads`); `python -m benchmarks.blank_lines` counts what a blank line costs `assemble_jsonl` against a
 valid one, per byte (a target row of `python -m benchmarks`).

@@ -6,9 +6,10 @@ Runs ``assemble()`` on the short streams (5 chunks each) and on the typical turn
 (``workloads.bare_loop``, the yardstick of every figure) on the typical turn, in child interpreters under
 ``valgrind --tool=callgrind``, each twice (with and without the work, the difference is the work's own), and
 prints instructions per 5-chunk stream, per typical chunk, the fixed cost of a stream in typical chunks as
-``python -m benchmarks`` defines it, and a strict ``assemble`` of a typical chunk as a multiple of the bare loop's. Instruction counts are not time (allocation-heavy code runs at fewer
-instructions per cycle), but they move by a few per cent between runs where timings on a noisy VM move by half:
-a tool for comparing two versions of the machine, not for the targets. Needs ``valgrind`` on the PATH.
+``python -m benchmarks`` defines it, and a strict ``assemble`` of a typical chunk as a multiple of the bare
+loop's. Instruction counts are not time (allocation-heavy code runs at fewer instructions per cycle), but they
+move by a few per cent between runs where timings on a noisy VM move by half: a tool for comparing two versions
+of the machine, not for the targets. Needs ``valgrind`` on the PATH.
 """
 
 from __future__ import annotations

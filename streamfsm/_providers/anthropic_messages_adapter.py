@@ -114,8 +114,8 @@ class AnthropicAdapter(HttpAdapter):
     ``max_tokens`` is required by the API: when a request leaves it unset, the model's ``default_max_tokens``
     is sent, else ``default_max_tokens`` of the adapter, plus the thinking budget when thinking is on (the API
     counts thinking in ``max_tokens``). Reasoning efforts are the model's opaque ids; each one names a thinking
-    budget in ``thinking_budgets`` (``off`` sends no thinking). The other arguments are the shared :class:`HttpSettings`.
-    Supports every option but ``session_id``.
+    budget in ``thinking_budgets`` (``off`` sends no thinking). The other arguments are the shared
+    :class:`HttpSettings`. Supports every option but ``session_id``.
     """
 
     default_provider = "anthropic"

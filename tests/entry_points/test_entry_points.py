@@ -193,6 +193,7 @@ def interleaved() -> list[dict[str, Any]]:
 
 
 BIG = ["x" * (k % 7) for k in range(10_000)]  # 30k characters in 10,000 deltas, some of them empty
+MAX_COUNT = 2**53 - 1  # the greatest token count (SPEC: a count is an integer from 0 to 2^53 - 1)
 ALL_USAGE = {"type": "usage", "usage": {"inputTokens": 5, "outputTokens": 6, "cacheReadTokens": 1,
              "cacheWriteTokens": 2, "reasoningTokens": 3}}  # fmt: skip
 FAILED = {"type": "finish", "reason": {"kind": "error", "failure": {"message": "overloaded", "code": "SERVER"}}}
@@ -239,6 +240,15 @@ STREAMS: dict[str, tuple[list[Any], sf.Policy, sf.Limits]] = {
         [start(0, "text"), end_text(0, "x" * 25),
          start(1, "tool-call"), end_tool(1, "c", "f", '{"a": "' + "y" * 16 + '"}'), usage(), finish("stop")],
         STRICT, sf.Limits(max_block_bytes=100),
+    ),
+    "usage counts at their bound": (
+        [*text(0, ["a"]), usage(MAX_COUNT, MAX_COUNT, cacheReadTokens=MAX_COUNT, cacheWriteTokens=0,
+                                reasoningTokens=MAX_COUNT), finish("stop")],
+        STRICT, sf.Limits(),
+    ),
+    "a usage that is a mapping, with every count": (
+        [*text(0, ["a"]), {"type": "usage", "usage": MappingProxyType(ALL_USAGE["usage"])}, finish("stop")],
+        STRICT, sf.Limits(),
     ),
     "mappings that are not dicts among the chunks": (
         [MappingProxyType(start(0, "text")), text_delta(0, "a"), UserDict(text_delta(0, "b")), text_delta(0, "c"),
@@ -664,14 +674,13 @@ def handled(chunks: Sequence[Mapping[str, Any]]) -> list[int]:
 
 
 PLAIN_KINDS = ("stop", "tool-calls", "max-tokens")
-OPTIONAL_COUNTS = ("cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 
 
 def checked_whole(chunks: Sequence[Any]) -> list[int]:
     """The positions of the chunks of a valid stream that the machine checks whole (``_shape.check``), by its
     design: a chunk that is not a dict, a block type only HARNESS knows, the end of a block that takes no deltas
-    (an image), a usage whose optional count is not an ``int`` (``null``), a finish with a failure, a replay state
-    or a kind with no plain reason. Every other chunk, of exact types, is vouched for by its handler's fast tests.
+    (an image), a usage that is not a dict, a finish with a failure, a replay state or a kind with no plain
+    reason. Every other chunk, of exact types, is vouched for by its handler's fast tests.
     """
     positions = []
     for k, chunk in enumerate(chunks):
@@ -684,7 +693,7 @@ def checked_whole(chunks: Sequence[Any]) -> list[int]:
         elif t == "block-end":
             whole = chunk["block"]["type"] not in ("text", "reasoning", "tool-call")
         elif t == "usage":
-            whole = any(key in chunk["usage"] and type(chunk["usage"][key]) is not int for key in OPTIONAL_COUNTS)
+            whole = type(chunk["usage"]) is not dict
         elif t == "finish":
             whole = chunk["reason"]["kind"] not in PLAIN_KINDS or "replayState" in chunk
         else:
@@ -697,7 +706,7 @@ def checked_whole(chunks: Sequence[Any]) -> list[int]:
 def recorded(chunks: list[Any], policy: sf.Policy, limits: sf.Limits, entry: str) -> Recorder:
     asm = Recorder(policy, limits)
     if entry == "feed_lines":
-        asm.feed_lines(orjson.dumps(dict(c)) for c in chunks)
+        asm.feed_lines(orjson.dumps(c, default=dict) for c in chunks)  # a mapping as the JSON object it is
     else:
         FEEDS[entry](asm, chunks)
     asm.close()
@@ -708,7 +717,8 @@ TYPICAL = [
     "seed", "seed under HARNESS", "reasoning, text, two tool calls", "blocks without deltas", "interleaved blocks",
     "cut off by max-tokens", "cut off by an error", "with a replay state", "an image block between text blocks",
     "mappings that are not dicts among the chunks", "HARNESS: empty ids and names",
-    "HARNESS: an id two blocks share, raw arguments, tool-calls without a call",
+    "HARNESS: an id two blocks share, raw arguments, tool-calls without a call", "usage counts at their bound",
+    "a usage that is a mapping, with every count",
 ]  # fmt: skip
 
 
@@ -721,11 +731,24 @@ def test_the_hot_path_takes_the_deltas_of_a_typical_stream(name: str, entry: str
     (``checked_whole``)."""
     chunks, policy, limits = STREAMS[name]
     asm = recorded(chunks, policy, limits, entry)
-    fed = [dict(c) for c in chunks] if entry == "feed_lines" else chunks
+    fed = [orjson.loads(orjson.dumps(c, default=dict)) for c in chunks] if entry == "feed_lines" else chunks
     want = handled(fed)
     assert asm.cold == want
     assert asm.whole == checked_whole(fed)
     assert len(want) < len(chunks) or not any(c["type"] in DELTAS for c in chunks)
+
+
+@pytest.mark.parametrize("entry", [*FEEDS, "feed_lines"])
+@pytest.mark.parametrize("name", ["usage counts at their bound", "a usage that is a mapping, with every count"])
+def test_a_usage_gives_every_count_whichever_path_reads_it(name: str, entry: str) -> None:
+    """The usage handler's fast tests (a plain dict, counts up to 2^53 - 1) and the whole check (anything else)
+    read the same counts."""
+    chunks, policy, limits = STREAMS[name]
+    counts = dict(next(c for c in chunks if c["type"] == "usage")["usage"])
+    asm = recorded(chunks, policy, limits, entry)
+    result = asm.close()
+    assert result.usage is not None
+    assert result.usage.model_dump(by_alias=True, exclude_none=True) == counts
 
 
 @pytest.mark.parametrize("lines_first", [False, True], ids=["literal keys", "after a JSON line"])
@@ -737,7 +760,7 @@ def test_the_hot_path_finds_a_field_by_its_value_whatever_object_its_key_is(keys
     load = orjson.loads if keys == "orjson" else __import__("json").loads
     for name in TYPICAL:
         chunks, policy, limits = STREAMS[name]
-        plain = [dict(c) for c in chunks]
+        plain = [orjson.loads(orjson.dumps(c, default=dict)) for c in chunks]  # plain JSON data, mappings as dicts
         asm = Recorder(policy, limits)
         if lines_first:
             # A blank line: no chunk, no position; the machine now looks up with orjson's key objects.

@@ -204,8 +204,6 @@ class StreamAssembler(Handlers):
         loads = orjson.loads
         refused = False  # the last line was refused: blank lines are tested before they are parsed
         for line in lines:
-            # A blank line is skipped before it is parsed (a line of JSON never starts with whitespace): at once when
-            # it is empty, else by a test once its first byte or character is whitespace, or after a refusal.
             # A blank line is skipped before it is parsed (a line of JSON never starts with whitespace or a control
             # character): a line of bytes or text by its length and its first character; any other kind of line (a
             # bytearray, a memoryview) after a refusal, by a test each.

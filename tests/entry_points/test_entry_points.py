@@ -537,6 +537,8 @@ LINES: dict[str, list[Any]] = {
     "memoryviews and bytearrays": [memoryview(line) if k % 2 else bytearray(line) for k, line in enumerate(
         as_lines([*text(0, ["a", "b"]), usage(), finish("stop")]))],
     "str lines": [line.decode() for line in as_lines([*text(0, ["é", "ü"]), usage(), finish("stop")])],
+    "blank memoryviews and bytearrays": [memoryview(b" \r\n"), *as_lines(text(0, ["a"])), bytearray(b"\t"),
+                                         memoryview(b""), *as_lines([usage(), finish("stop")]), bytearray(b" ")],
 }  # fmt: skip
 
 
@@ -554,6 +556,19 @@ def test_json_lines_in_batches(lines: list[Any]) -> None:
     asm = sf.StreamAssembler()
     assert [asm.feed_line(line) for line in lines] == [orjson.loads(raw(x)) if x in filled else None for x in lines]
     assert asm.close() == expected
+
+
+def test_accepted_chunks_leaves_the_end_of_input_to_the_caller() -> None:
+    """``accepted_chunks(lines)`` takes the end of the lines for a pause (more may be fed); with ``end=True`` it is
+    the end of input, and a stream cut before its finish is ``STREAM_TRUNCATED``."""
+    lines = as_lines(text(0, ["a"]))
+    asm = sf.StreamAssembler()
+    assert list(asm.accepted_chunks(lines)) == [orjson.loads(line) for line in lines]
+    assert list(asm.accepted_chunks(as_lines([usage(), finish("stop")]))) == [usage(), finish("stop")]
+    assert asm.close().blocks[0].text == "a"  # type: ignore[union-attr]
+    with pytest.raises(sf.LlmError) as info:
+        list(sf.StreamAssembler().accepted_chunks(lines, end=True))
+    assert (info.value.code, info.value.chunk_index) == ("STREAM_TRUNCATED", len(lines))
 
 
 @pytest.mark.parametrize(

@@ -457,6 +457,7 @@ def test_the_message(
             index,
             f"the stream already failed: {message}",
         )
+        assert (repeat.state, repeat.expected) == (asm.error.state, asm.error.expected)  # where it failed, still
 
 
 @pytest.mark.parametrize(
@@ -530,6 +531,10 @@ NOTES: dict[str, tuple[sf.Policy, bool, list[Any], list[tuple[sf.ErrorCode, int,
     "an empty id": (
         H, False, [start(0, "tool-call"), tool_delta(0, "", "{}")],
         [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty id")],
+    ),
+    "an empty id and name": (
+        H, False, [start(0, "tool-call"), tool_delta(0, "", "{}", name="")],
+        [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty id and name")],
     ),
     "an empty name on a block-end": (
         H, False, [start(0, "tool-call"), end_tool(0, "c", "", "{}")],

@@ -114,7 +114,7 @@ def test_two_parallel_file_reads_a_rate_limit_and_the_answer_over_http(server: S
 
 def test_an_abort_tears_a_live_http_response_down(server: SSEServer) -> None:
     slow = [chat_delta(content=f"word{n} ") for n in range(40)] + ending("stop", 10, 40)
-    server.script(SSE(openai_events(slow), delay=0.05))
+    server.script(SSE(openai_events(slow), delay=0.2))
     controller = sf.AbortController()
     loop = sf.AgentLoop(sf.OpenAICompatibleAdapter(server.url), model="deepseek-chat")
     agent_run = loop.run("talk slowly", signal=controller.signal)
@@ -134,7 +134,7 @@ def test_an_abort_tears_a_live_http_response_down(server: SSEServer) -> None:
     out, took = run(main())
     assert kinds(out) == ["text", "text", "done"] and out[-1].reason == "cancel"
     assert agent_run.error is not None and agent_run.error.code is sf.ErrorCode.ABORTED
-    assert took < 0.5  # at once, not when the server would have finished (2 s)
+    assert took < 2.0  # at once, not when the server would have finished (8 s)
     deadline = time.monotonic() + 5
     while server.active and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -230,12 +230,15 @@ def test_a_tool_that_ignores_cancellation_is_abandoned_and_the_run_ends(
         if isinstance(chunk, sf.DoneChunk):
             left_running.append(not stubborn.finished)
 
+    started: list[bool] = []
     if how == "abort":
         stubborn.on_start = lambda: controller.abort("enough")
+    else:
+        stubborn.on_start = lambda: started.append(True)
 
     limits = {
         "tool timeout": sf.AgentLimits(tool_cancel_grace=0.05, tool_timeout=0.05),
-        "run timeout": sf.AgentLimits(tool_cancel_grace=0.05, tool_timeout=None, run_timeout=0.05),
+        "run timeout": sf.AgentLimits(tool_cancel_grace=0.05, tool_timeout=None, run_timeout=0.3),
         "abort": sf.AgentLimits(tool_cancel_grace=0.05, tool_timeout=None),
         "consumer cancelled": sf.AgentLimits(tool_cancel_grace=0.05, tool_timeout=None),
     }[how]
@@ -256,9 +259,8 @@ def test_a_tool_that_ignores_cancellation_is_abandoned_and_the_run_ends(
                     out.append(chunk)
 
             task = asyncio.create_task(consumer())
-            while not out:
+            while not started:  # until the tool runs
                 await asyncio.sleep(0.001)
-            await asyncio.sleep(0.01)  # the tool runs
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -296,11 +296,11 @@ def test_an_upstream_that_hangs_times_out(entry: Callable[..., Awaitable[Any]], 
     async def main() -> None:
         up = source("hang")
         with pytest.raises(sf.LlmError) as info:
-            await entry(up.chunks(), timeout=0.05)
+            await entry(up.chunks(), timeout=0.5)
         err = info.value
         assert err.code == "TIMEOUT" and err.retryable and err.chunk_index is None
-        assert "within 0.05 s" in err.message and f"after {AT} chunk(s)" in err.message
-        assert isinstance(err.__cause__, TimeoutError) and str(err.__cause__) == "no chunk within 0.05 s"
+        assert "within 0.5 s" in err.message and f"after {AT} chunk(s)" in err.message
+        assert isinstance(err.__cause__, TimeoutError) and str(err.__cause__) == "no chunk within 0.5 s"
         assert isinstance(err.__cause__.__cause__, asyncio.CancelledError)  # what the upstream saw
         assert up.waiting.is_set() and up.closed
 
@@ -362,11 +362,11 @@ def test_a_timed_out_upstream_is_a_timeout_whatever_it_does_then(
 
 @pytest.mark.parametrize("entry", ASYNC_ENTRY.values(), ids=ASYNC_ENTRY.keys())
 def test_the_timeout_is_per_chunk_not_for_the_stream(entry: Callable[..., Awaitable[Any]]) -> None:
-    """Nine chunks 0.03 s apart take longer than the 0.2 s timeout in all, but each comes in time."""
+    """Nine chunks 0.15 s apart take longer than the 1 s timeout in all, but each comes in time."""
 
     async def main() -> None:
-        up = AsyncSource(pause=0.03)
-        result = await entry(up.chunks(), timeout=0.2)
+        up = AsyncSource(pause=0.15)
+        result = await entry(up.chunks(), timeout=1.0)
         assert result == SEED_CHUNKS or result == sf.assemble(SEED_CHUNKS)
         assert up.closed
 
@@ -374,13 +374,14 @@ def test_the_timeout_is_per_chunk_not_for_the_stream(entry: Callable[..., Awaita
 
 
 def test_the_consumers_time_does_not_count() -> None:
-    """The consumer dawdles 0.1 s over each chunk with a 0.05 s timeout: the upstream is never idle."""
+    """The consumer dawdles 0.6 s over a chunk with a 0.5 s timeout: the upstream is never idle."""
 
     async def main() -> None:
         up = AsyncSource()
         got = []
-        async for chunk in sf.avalidate(up.chunks(), timeout=0.05):
-            await asyncio.sleep(0.1)
+        async for chunk in sf.avalidate(up.chunks(), timeout=0.5):
+            if not got:
+                await asyncio.sleep(0.6)
             got.append(chunk)
         assert got == SEED_CHUNKS and up.closed
 
@@ -460,7 +461,7 @@ def test_a_cancelled_consumer_is_not_a_timeout(entry: Callable[..., Awaitable[An
 
     async def main() -> None:
         up = AsyncSource("hang")
-        task = asyncio.ensure_future(entry(up.chunks(), timeout=0.2))
+        task = asyncio.ensure_future(entry(up.chunks(), timeout=10))
         await up.waiting.wait()
         await asyncio.sleep(0.05)
         task.cancel()

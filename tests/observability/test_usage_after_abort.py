@@ -39,7 +39,7 @@ def ends(hooks: sf.Hooks) -> list[sf.DoneChunk]:
 def test_a_timed_out_call_reports_the_usage_it_received(otel: Recorded) -> None:
     hooks = sf.Hooks()
     seen = ends(hooks)
-    loop, _, _ = make_loop([hanging_after_usage()], limits=sf.AgentLimits(turn_timeout=0.1), hooks=hooks)
+    loop, _, _ = make_loop([hanging_after_usage()], limits=sf.AgentLimits(turn_timeout=1.0), hooks=hooks)
     agent_run = loop.run("hi")
     out = run(consume(agent_run))
     assert agent_run.error is not None and agent_run.error.code is E.TIMEOUT
@@ -65,7 +65,7 @@ def test_a_call_aborted_after_its_usage_came_reports_it() -> None:
 
     async def main() -> sf.AgentRun:
         agent_run = loop.run("hi", signal=controller.signal)
-        asyncio.get_running_loop().call_later(0.1, controller.abort, "the user pressed stop")
+        asyncio.get_running_loop().call_later(1.0, controller.abort, "the user pressed stop")
         await consume(agent_run)
         return agent_run
 

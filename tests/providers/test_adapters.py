@@ -293,8 +293,10 @@ def test_abort_tears_the_request_down_at_once(server: SSEServer) -> None:
     assert len(server.disconnects) == 1
 
 
-def test_abort_is_honoured_within_100_ms(server: SSEServer) -> None:
-    server.script(SSE(openai_events(TEXT * 5), delay=0.05))
+def test_abort_is_honoured_at_once_not_at_the_next_event(server: SSEServer) -> None:
+    """The server sends an event a second: an abort 0.1 s after one is honoured long before the next (a bound of
+    0.5 s, which a loaded machine's pauses stay under)."""
+    server.script(SSE(openai_events(TEXT * 5), delay=1.0))
     controller = sf.AbortController()
     options = ASK.model_copy(update={"signal": controller.signal})
     timings: dict[str, float] = {}
@@ -318,8 +320,8 @@ def test_abort_is_honoured_within_100_ms(server: SSEServer) -> None:
 
     with pytest.raises(sf.LlmError, match="aborted"):
         asyncio.run(consume())
-    assert timings["raised"] - timings["abort"] < 0.1
-    assert wait_for(lambda: server.active == 0 and len(server.disconnects) == 1, 1.0)
+    assert timings["raised"] - timings["abort"] < 0.5
+    assert wait_for(lambda: server.active == 0 and len(server.disconnects) == 1, 5.0)  # at its next write
 
 
 def test_abort_while_waiting_for_the_response_headers(server: SSEServer) -> None:

@@ -201,7 +201,11 @@ def test_the_main_process_holds_no_more_for_more_files(tmp_path: Path) -> None:
 
     for jobs in (1, 2):
         peak(750, jobs)  # first use (lazy imports, the pool's own set-up) is not what is compared
-        assert peak(3000, jobs) < peak(750, jobs) + 256 * 1024, jobs
+        # With workers, the reports of up to a window of batches wait in the pool's futures and the reorder buffer,
+        # as many as the main process lags the workers: up to about 1.5 KB a file of the window, whatever the count
+        # of files (a report kept for every file would be 3 MB more).
+        held = 0 if jobs == 1 else _corpus.WINDOW_PER_WORKER * jobs * _corpus.BATCH_FILES * 1536
+        assert peak(3000, jobs) < peak(750, jobs) + 256 * 1024 + held, jobs
 
 
 def die_on_poison(names: list[str], fmt: str, policy: Policy, ship: bool = False) -> list[Packed] | bytes:

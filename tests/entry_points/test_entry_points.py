@@ -252,7 +252,8 @@ STREAMS: dict[str, tuple[list[Any], sf.Policy, sf.Limits]] = {
     ),
     "mappings that are not dicts among the chunks": (
         [MappingProxyType(start(0, "text")), text_delta(0, "a"), UserDict(text_delta(0, "b")), text_delta(0, "c"),
-         end_text(0, "abc"), MappingProxyType(start(1, "tool-call")), tool_delta(1, "c", "{", name="f"),
+         {**end_text(0, "abc"), "block": UserDict(end_text(0, "abc")["block"])},
+         MappingProxyType(start(1, "tool-call")), tool_delta(1, "c", "{", name="f"),
          tool_delta(1, "c", "}"), UserDict(end_tool(1, "c", "f", "{}")), usage(), finish("tool-calls")],
         STRICT, sf.Limits(),
     ),
@@ -693,9 +694,9 @@ PLAIN_KINDS = ("stop", "tool-calls", "max-tokens")
 
 def checked_whole(chunks: Sequence[Any]) -> list[int]:
     """The positions of the chunks of a valid stream that the machine checks whole (``_shape.check``), by its
-    design: a chunk that is not a dict, a block type only HARNESS knows, the end of a block that takes no deltas
-    (an image), a usage that is not a dict, a finish with a failure, a replay state or a kind with no plain
-    reason. Every other chunk, of exact types, is vouched for by its handler's fast tests.
+    design: a chunk that is not a dict, a block type only HARNESS knows, a block-end whose block is not a dict or
+    takes no deltas (an image), a usage that is not a dict, a finish with a failure, a replay state or a kind with
+    no plain reason. Every other chunk, of exact types, is vouched for by its handler's fast tests.
     """
     positions = []
     for k, chunk in enumerate(chunks):
@@ -706,7 +707,7 @@ def checked_whole(chunks: Sequence[Any]) -> list[int]:
         if t == "block-start":
             whole = chunk["blockType"] not in ("text", "reasoning", "tool-call", "image")
         elif t == "block-end":
-            whole = chunk["block"]["type"] not in ("text", "reasoning", "tool-call")
+            whole = type(chunk["block"]) is not dict or chunk["block"]["type"] not in ("text", "reasoning", "tool-call")
         elif t == "usage":
             whole = type(chunk["usage"]) is not dict
         elif t == "finish":

@@ -207,6 +207,19 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         E.BLOCK_TYPE_MISMATCH, 1,
         'block-end carries a video block for block 0 (text) (state IN_BLOCK)',
     ),
+    **{  # a kind that starts with a vowel takes "an"
+        f"a block-end of a type that starts with {kind[0]}": (
+            H, None, [start(0, "text"), end_block(0, {"type": kind, "attachment": {"id": "a"}})],
+            E.BLOCK_TYPE_MISMATCH, 1,
+            f"block-end carries an {kind} block for block 0 (text) (state IN_BLOCK)",
+        )
+        for kind in ("audio", "embedding", "image", "object", "upload")
+    },
+    "a delta for an image block": (
+        S, None, [start(0, "image"), text_delta(0, "x")],
+        E.BLOCK_TYPE_MISMATCH, 1,
+        'text-delta for block 0 (image); an image block takes no deltas (state IN_BLOCK)',
+    ),
     "an unknown block type": (
         S, None, [start(0, "video")],
         E.INVALID_CHUNK, 0,

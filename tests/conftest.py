@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,12 @@ import pytest
 from .data import SEED_CHUNKS
 from .s3_server import s3, s3_endpoint  # noqa: F401  (fixtures offered to every test)
 from .sse_server import SSEServer
+
+# A test run started in the background of a non-interactive shell (`pytest &` in a script) ignores SIGINT, and so
+# would every command a test starts: the tests of Ctrl-C need it delivered. Python's own handler here means the
+# default in each child (a handler does not survive exec; an ignored signal does).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

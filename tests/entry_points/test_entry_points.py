@@ -193,6 +193,12 @@ def interleaved() -> list[dict[str, Any]]:
 
 
 BIG = ["x" * (k % 7) for k in range(10_000)]  # 30k characters in 10,000 deltas, some of them empty
+
+
+class Text(str):
+    """A ``str`` subclass: a valid value still, which no fast test vouches for."""
+
+
 MAX_COUNT = 2**53 - 1  # the greatest token count (SPEC: a count is an integer from 0 to 2^53 - 1)
 ALL_USAGE = {"type": "usage", "usage": {"inputTokens": 5, "outputTokens": 6, "cacheReadTokens": 1,
              "cacheWriteTokens": 2, "reasoningTokens": 3}}  # fmt: skip
@@ -248,6 +254,12 @@ STREAMS: dict[str, tuple[list[Any], sf.Policy, sf.Limits]] = {
     ),
     "a usage that is a mapping, with every count": (
         [*text(0, ["a"]), {"type": "usage", "usage": MappingProxyType(ALL_USAGE["usage"])}, finish("stop")],
+        STRICT, sf.Limits(),
+    ),
+    "str subclasses and extra keys among the values": (
+        [start(0, Text("text")), text_delta(0, "a"), end_text(0, "a"), start(1, Text("tool-call")),
+         {**tool_delta(1, Text("c"), "{", name=Text("f")), "extra": 1}, {**tool_delta(1, "c", "}"), "extra": 1},
+         end_tool(1, "c", "f", "{}"), usage(), finish("tool-calls")],
         STRICT, sf.Limits(),
     ),
     "mappings that are not dicts among the chunks": (
@@ -692,24 +704,31 @@ def handled(chunks: Sequence[Mapping[str, Any]]) -> list[int]:
 PLAIN_KINDS = ("stop", "tool-calls", "max-tokens")
 
 
+def plain_json(value: Any) -> bool:
+    """Whether ``value`` is JSON data of exact types: dicts, lists, ``str``, ``int``, ``float``, ``bool``, None."""
+    if type(value) is dict:
+        return all(type(k) is str and plain_json(v) for k, v in value.items())
+    if type(value) is list:
+        return all(plain_json(v) for v in value)
+    return value is None or type(value) in (str, int, float, bool)
+
+
 def checked_whole(chunks: Sequence[Any]) -> list[int]:
     """The positions of the chunks of a valid stream that the machine checks whole (``_shape.check``), by its
-    design: a chunk that is not a dict, a block type only HARNESS knows, a block-end whose block is not a dict or
-    takes no deltas (an image), a usage that is not a dict, a finish with a failure, a replay state or a kind with
-    no plain reason. Every other chunk, of exact types, is vouched for by its handler's fast tests.
+    design: a chunk that is not JSON data of exact types (a mapping, a ``str`` subclass, anywhere in it), a block
+    type only HARNESS knows, the end of a block that takes no deltas (an image), a finish with a failure, a replay
+    state or a kind with no plain reason. Every other chunk is vouched for by its handler's fast tests.
     """
     positions = []
     for k, chunk in enumerate(chunks):
-        if type(chunk) is not dict:
+        if not plain_json(chunk):
             positions.append(k)
             continue
         t = chunk["type"]
         if t == "block-start":
             whole = chunk["blockType"] not in ("text", "reasoning", "tool-call", "image")
         elif t == "block-end":
-            whole = type(chunk["block"]) is not dict or chunk["block"]["type"] not in ("text", "reasoning", "tool-call")
-        elif t == "usage":
-            whole = type(chunk["usage"]) is not dict
+            whole = chunk["block"]["type"] not in ("text", "reasoning", "tool-call")
         elif t == "finish":
             whole = chunk["reason"]["kind"] not in PLAIN_KINDS or "replayState" in chunk
         else:
@@ -734,7 +753,7 @@ TYPICAL = [
     "cut off by max-tokens", "cut off by an error", "with a replay state", "an image block between text blocks",
     "mappings that are not dicts among the chunks", "HARNESS: empty ids and names",
     "HARNESS: an id two blocks share, raw arguments, tool-calls without a call", "usage counts at their bound",
-    "a usage that is a mapping, with every count",
+    "a usage that is a mapping, with every count", "str subclasses and extra keys among the values",
 ]  # fmt: skip
 
 
@@ -751,6 +770,8 @@ def test_the_hot_path_takes_the_deltas_of_a_typical_stream(name: str, entry: str
     want = handled(fed)
     assert asm.cold == want
     assert asm.whole == checked_whole(fed)
+    # Whichever path read it, a chunk gives what its plain form gives.
+    assert asm.close() == sf.assemble([orjson.loads(orjson.dumps(c, default=dict)) for c in chunks], policy=policy)
     assert len(want) < len(chunks) or not any(c["type"] in DELTAS for c in chunks)
 
 

@@ -553,6 +553,12 @@ NOTES: dict[str, tuple[sf.Policy, bool, list[Any], list[tuple[sf.ErrorCode, int,
         H, False, [start(0, "tool-call"), end_tool(0, "c", "", "{}")],
         [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty name")],
     ),
+    "an id a block still open has": (
+        H, False, [start(0, "tool-call"), tool_delta(0, "c", "{", name="f"), start(1, "tool-call"),
+                   tool_delta(1, "c", "{}", name="g")],
+        [(E.BLOCKS_INTERLEAVED, 2, "blocks interleave: block 1 (tool-call) starts while block 0 (tool-call) is open"),
+         (E.TOOL_CALL_CONFLICT, 3, "tool call in block 1 has id 'c', which block 0 already has")],
+    ),
     "an id another block has, arguments that are not an object, no usage": (
         H, False, [*tool_block(0, "c"), start(1, "tool-call"), end_tool(1, "c", "g", "[1]"), finish("tool-calls")],
         [(E.TOOL_ARGUMENTS_INVALID, 4, "tool call 'c' (g) in block 1: arguments '[1]' are not a JSON object: "

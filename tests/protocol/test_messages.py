@@ -157,6 +157,24 @@ MESSAGES: dict[str, tuple[sf.Policy, sf.Limits | None, list[Any], sf.ErrorCode, 
         E.BLOCK_NOT_OPEN, 2,
         'text-delta for block 3, but block 0 (text), block 1 (reasoning) is open (state IN_BLOCK)',
     ),
+    "a provider's event without a type": (
+        S, None, [{"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}}]}],
+        E.INVALID_CHUNK, 0,
+        "invalid chunk: field 'type' is missing; it is an event of the OpenAI chat completions wire API, not a "
+        "block-protocol chunk: convert them with sf.from_openai_chunks(...) (state READY)",
+    ),
+    "a provider's event with a type of its own": (
+        S, None, [{"type": "message_start", "message": {"id": "m"}}],
+        E.INVALID_CHUNK, 0,
+        "invalid chunk: field 'type' unknown chunk type 'message_start'; expected one of block-start, text-delta, "
+        "reasoning-delta, tool-call-delta, block-end, usage, finish; it is an event of the Anthropic wire API, not a "
+        "block-protocol chunk: convert them with sf.from_anthropic_events(...) (state READY)",
+    ),
+    "a provider's event with a bad field": (
+        S, None, [{"type": "block-start", "index": -1, "blockType": "text", "choices": []}],
+        E.INVALID_CHUNK, 0,
+        "invalid block-start: field 'index' must be between 0 and 9007199254740991, got -1 (state READY)",
+    ),
     "a block-end of another type": (
         S, None, [start(0, "text"), end_reasoning(0, "x")],
         E.BLOCK_TYPE_MISMATCH, 1,

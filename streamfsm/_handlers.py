@@ -362,11 +362,11 @@ class Handlers(Stream):
         else:
             ok = False
         if not ok:
-            u = self._shaped(c, n)[0]["usage"]
+            u = self._shaped(c, n)[0]["usage"]  # an optional count absent is None, as below
             inputs, outputs = u["inputTokens"], u["outputTokens"]
-            cache_read = u.get("cacheReadTokens", _ABSENT)
-            cache_write = u.get("cacheWriteTokens", _ABSENT)
-            reasoning = u.get("reasoningTokens", _ABSENT)
+            cache_read = u.get("cacheReadTokens")
+            cache_write = u.get("cacheWriteTokens")
+            reasoning = u.get("reasoningTokens")
         self._limits(n, self._stream_bytes)
         cache_read = None if cache_read is _ABSENT else cache_read
         cache_write = None if cache_write is _ABSENT else cache_write

@@ -19,17 +19,10 @@ A check that raises (it should not: :func:`check_file` reports the errors of rea
 is a file whose worker died: a batch that fails is checked again one file per task, and a file whose own task
 fails is reported as that file's error (``the check failed on a worker: ...``). The run goes on.
 
-**When workers pay off (-j 0).** Measured with ``streamfsm check -q --no-progress`` on the two cores here, the
-machine compiled (docs/guides/corpora.md): a file costs about :data:`FILE_COST` to check
-in one process, plus :data:`BYTE_COST` a byte. Two workers take about 20 ms to start; with them, the main process
-still spends about 15 us a small file (its size looked at, its report unpickled, counted and printed) and the
-workers about 10 us more than a check: for small files, about a quarter more CPU in all than ``-j 1``, for big ones
-about a seventh. So workers are used when both hold: the files seen so far are estimated to take
-:data:`PARALLEL_MIN_SECONDS` or more here and make two batches or more (the files are looked at as they come: at
-most that much is held before the decision, never the whole list); and two cores or more are free of other work (the
-cores less the load average of the last minute), one worker a free core. On a machine whose cores are busy, workers
-only add their costs: 20,000 small files with two workers took 2.1-2.7 s against 1.6-2.5 s in one process while
-other work held the cores here (the automatic choice of before, a task per file, took 7.0 s).
+**When workers pay off (-j 0):** when the files seen so far (looked at as they come, never the whole list) are
+estimated (:data:`FILE_COST` a file, :data:`BYTE_COST` a byte) to take :data:`PARALLEL_MIN_SECONDS` or more and
+make two batches or more, and two cores or more are free of other work; one worker a free core. What workers cost
+is measured in docs/guides/corpora.md.
 """
 
 from __future__ import annotations
@@ -37,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
 import itertools
 import os
 import pickle
@@ -302,11 +296,8 @@ def dask_setup(worker: object) -> None:
 
 
 class _Processes:
-    """Local worker processes (``concurrent.futures``). A pool broken by a worker that died is replaced.
-
-    A batch that fails is checked again one file at a time on a pool of one worker of its own (:meth:`_alone`):
-    a worker that dies there died on that file, never on a file of another batch running beside it.
-    """
+    """Local worker processes (``concurrent.futures``). A pool broken by a worker that died is replaced; a failed
+    batch's files are checked again on a one-worker pool of their own (a worker that dies there died on that file)."""
 
     def __init__(self, workers: int, task: Task) -> None:
         self._workers, self._task = workers, task
@@ -353,13 +344,12 @@ class _Processes:
         """``name`` checked as the only task of a worker: its report, or why it gave none (its worker died)."""
         from concurrent.futures.process import BrokenProcessPool
 
-        if self._solo is None:
-            self._solo = self._start(1)
+        solo = self._solo = self._solo or self._start(1)
         try:
-            return _unpack(self._solo.submit(self._task, [name]).result())[0]
+            return _unpack(solo.submit(self._task, [name]).result())[0]
         except Exception as exc:
-            if isinstance(exc, BrokenProcessPool):
-                self._solo.shutdown(wait=False, cancel_futures=True)
+            if isinstance(exc, BrokenProcessPool):  # its worker died on this file: the next file gets a new one
+                solo.shutdown(wait=False, cancel_futures=True)
                 self._solo = None
             return failed(name, f"the check failed on a worker: {_why(exc)}")
 
@@ -397,8 +387,6 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 
 def _distributed() -> Any:
     """``distributed`` (Dask's), as ``Any``: parts of its API are not typed."""
-    import importlib
-
     return importlib.import_module("distributed")
 
 

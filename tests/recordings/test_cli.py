@@ -1842,7 +1842,9 @@ def test_ctrl_c_from_the_terminal_while_workers_check(tmp_path: Path) -> None:
         os.killpg(child.pid, signal.SIGINT)
         _, err = child.communicate(timeout=120)
     finally:
-        child.kill()
+        with contextlib.suppress(ProcessLookupError):  # the whole group: a worker left behind would wait for ever
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
         if writer >= 0:
             os.close(writer)
     assert (child.returncode, err) == (_cli.EXIT_INTERRUPTED, b"streamfsm: interrupted\n")

@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._models import LlmFailure as LlmFailure
     from ._models import OpenBlock as OpenBlock
     from ._models import ReasoningBlock as ReasoningBlock
+    from ._models import SafetyCheck as SafetyCheck
     from ._models import Snapshot as Snapshot
     from ._models import StreamResult as StreamResult
     from ._models import StreamSummary as StreamSummary

@@ -20,7 +20,7 @@ from ._abort import AbortSignal
 from ._api import aclose_upstream, avalidate
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._errors import ErrorCode, LlmError
-from ._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, WireModel
+from ._models import ReasoningBlock, SafetyCheck, StreamResult, TextBlock, ToolCallBlock, WireModel
 from ._observe import IN_RUN, instrumentation
 from ._wire import StreamChunk
 
@@ -85,12 +85,15 @@ class AssistantMessage(WireModel):
 
 
 class ToolResultMessage(WireModel):
-    """The result of one tool call, sent back to the model."""
+    """The result of one tool call, sent back to the model. ``acknowledged_safety_checks``: the checks the
+    provider flagged the call with that the application acknowledged before it ran (the Responses API's
+    ``computer_call_output`` echoes them; other adapters send none)."""
 
     role: Literal["tool"] = "tool"
     tool_call_id: str
     content: str
     is_error: bool = False
+    acknowledged_safety_checks: tuple[SafetyCheck, ...] = ()
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]

@@ -55,7 +55,7 @@ from ._models import ToolCallBlock
 from ._observe import IN_RUN, LOGGER, Flat, Hooks, Logger, Meter, RunLog, StreamMetrics, instrumentation
 from ._quote import quote
 from ._retry import AgentLimits, RetryPolicy, TextBudget, over_token_budget, timed_out
-from ._tool_calls import ToolRunner
+from ._tool_calls import Acknowledge, ToolRunner
 from ._tool_phase import ToolPhase
 from ._tools import Tool
 
@@ -76,6 +76,11 @@ class AgentLoop:
     names the agent where a run is traced (:mod:`streamfsm.otel`: ``invoke_agent {name}``).
     ``eager_tools`` starts a tool call as soon as its ``block-end`` arrives, while the model still
     streams (its result is still emitted after the turn; if the attempt then fails, it is cancelled).
+    ``acknowledge_safety_checks(call, checks)`` (sync or async): asked about a call the provider flagged with
+    safety checks (a Responses ``computer_call`` with ``pending_safety_checks``, say) before it runs; the call
+    runs only if it returns ``True``, and its result then echoes the checks to the provider. Without it, or on
+    any other answer, the call is refused: the model gets an error result naming the checks, and the run
+    goes on.
     ``clock`` (seconds) and ``sleep`` (seconds, awaitable) are injectable for tests; timeouts use the
     event loop's own timers.
     """
@@ -93,6 +98,7 @@ class AgentLoop:
         hooks: Hooks | None = None,
         eager_tools: bool = False,
         name: str | None = None,
+        acknowledge_safety_checks: Acknowledge | None = None,
         logger: Logger | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -122,6 +128,8 @@ class AgentLoop:
         self.eager_tools = eager_tools
         #: The agent's name (None: unnamed).
         self.name = name
+        #: The hook a call flagged with safety checks is run by (None: such calls are refused).
+        self.acknowledge_safety_checks = acknowledge_safety_checks
         self.logger: Logger = logger if logger is not None else LOGGER
         self.clock = clock
         self.sleep = sleep
@@ -191,6 +199,7 @@ class AgentRun:
             grace=agent.limits.tool_cancel_grace,
             logger=agent.logger,
             on_interrupt=self._interrupted_in_tool,
+            acknowledge=agent.acknowledge_safety_checks,
         )
         self._tools = ToolPhase(runner, messages)
         self._log = RunLog(agent.hooks, agent.logger, agent.clock)

@@ -20,7 +20,7 @@ from ._errors import ErrorCode, LlmError
 from ._flat import TextChunk, ToolCallChunk
 from ._machine import StreamAssembler
 from ._models import LlmFailure, StreamResult, ToolCallBlock, Usage
-from ._tool_calls import check_arguments
+from ._tool_calls import check_arguments, safety_checks
 from ._tool_phase import TurnCall
 from ._wire import CallId
 
@@ -106,9 +106,12 @@ class Attempt:
         index = len(self.calls)
         call_id = self._name(block["id"], index)
         arguments, refusal = check_arguments(block["name"], block["arguments"])
+        checks, unreadable = safety_checks(arguments)
+        if refusal is None and unreadable is not None:
+            refusal = f"not run: the provider flagged this call with safety checks, but {unreadable}"
         call = ToolCallBlock(id=CallId(call_id), name=block["name"], arguments=arguments)
-        self.calls.append(TurnCall(index, block_index, call, refusal))
-        return ToolCallChunk(id=call_id, name=block["name"], arguments=arguments, index=index)
+        self.calls.append(TurnCall(index, block_index, call, refusal, checks))
+        return ToolCallChunk(id=call_id, name=block["name"], arguments=arguments, index=index, safety_checks=checks)
 
     def _name(self, proposed: str, index: int) -> str:
         """The id of the call at ``index``: ``proposed``, unless it is empty or used (see the module docstring)."""

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal, NoReturn, TypeAlias
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ErrorCode, LlmError
-from ._models import Usage, WireModel, parse_arguments
+from ._models import SafetyCheck, Usage, WireModel, parse_arguments
 from ._quote import quote
 from ._wire import FinishKind
 
@@ -119,6 +119,9 @@ class ToolCallChunk(WireModel):
     """A complete tool call (``{type: "tool_call", id, name, arguments, index}``).
 
     ``arguments`` is the raw JSON text of an object; ``index`` counts the calls of one turn from 0.
+    ``safety_checks``: the checks the provider flagged the call with (its arguments' ``pending_safety_checks``,
+    see :class:`SafetyCheck`); a loop runs the call only once the application acknowledged them. Empty for
+    almost every call.
     """
 
     type: Literal["tool_call"] = "tool_call"
@@ -126,10 +129,19 @@ class ToolCallChunk(WireModel):
     name: str = Field(min_length=1)
     arguments: str
     index: int = Field(ge=0)
+    safety_checks: tuple[SafetyCheck, ...] = ()
+
+    @field_validator("safety_checks", mode="before")
+    @classmethod
+    def _checks(cls, value: object) -> object:
+        return tuple(value) if isinstance(value, list) else value
 
     def to_wire(self) -> dict[str, Any]:
-        """``{"type": "tool_call", "id", "name", "arguments", "index"}``."""
-        return {"type": "tool_call", "id": self.id, "name": self.name, "arguments": self.arguments, "index": self.index}
+        """``{"type": "tool_call", "id", "name", "arguments", "index"}``, and ``safetyChecks`` when it has any."""
+        wire = {"type": "tool_call", "id": self.id, "name": self.name, "arguments": self.arguments, "index": self.index}
+        if self.safety_checks:
+            wire["safetyChecks"] = [check.to_wire() for check in self.safety_checks]
+        return wire
 
 
 class ToolResultChunk(WireModel):

@@ -26,6 +26,7 @@ __all__ = [
     "LlmFailure",
     "OpenBlock",
     "ReasoningBlock",
+    "SafetyCheck",
     "Snapshot",
     "StreamResult",
     "TextBlock",
@@ -215,6 +216,20 @@ class ToolCallBlock(WireModel):
         if parsed is None:
             raise ValueError(f"tool call {quote(self.id)} ({self.name}): arguments are not a JSON object: {why}")
         return parsed
+
+
+class SafetyCheck(WireModel):
+    """A check the provider flagged a tool call with, to be acknowledged before the call runs.
+
+    The OpenAI Responses API sends them as a ``computer_call``'s ``pending_safety_checks``: ``id``, ``code``
+    (``malicious_instructions``, ``irrelevant_domain``, ``sensitive_domain``, ...) and ``message`` (what to tell
+    the user). An agent loop runs such a call only when the application acknowledges its checks
+    (``AgentLoop(acknowledge_safety_checks=...)``).
+    """
+
+    id: str = Field(min_length=1)
+    code: str | None = None
+    message: str | None = None
 
 
 class ImageBlock(WireModel):

@@ -13,7 +13,10 @@ to a run (docs/project/reliability.md):
   ``grace`` seconds, then left behind: reported (``tool_abandoned``), never awaited;
 - arguments the provider could not be sent back (an escaped lone surrogate) or that are not a JSON object
   are refused before the tool runs (:func:`check_arguments`), and the conversation keeps a form that can be
-  sent.
+  sent;
+- a call the provider flagged with safety checks (:func:`safety_checks`) runs only once the application's
+  ``acknowledge`` hook returned ``True`` for it; without a hook, or on any other answer (an exception
+  included), it is refused, and the refusal is its error result.
 """
 
 from __future__ import annotations
@@ -26,29 +29,34 @@ import json
 import math
 import re
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import orjson
 from pydantic_core import to_jsonable_python
 
 from ._abort import AbortController
-from ._models import ORJSON_MAX, ToolCallBlock, parse_arguments
+from ._models import ORJSON_MAX, SafetyCheck, ToolCallBlock, parse_arguments
 from ._observe import Logger, log_tool_abandoned, log_tool_error
 from ._quote import quote
 from ._tools import TOOL_SIGNAL, Tool, ToolError
 
-__all__ = ["Outcome", "ToolRunner", "check_arguments"]
+__all__ = ["Acknowledge", "Outcome", "ToolRunner", "check_arguments", "safety_checks"]
+
+#: The application's answer to a call's safety checks: ``True`` (or an awaitable of it) acknowledges them all.
+Acknowledge = Callable[[ToolCallBlock, tuple[SafetyCheck, ...]], "bool | Awaitable[bool]"]
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What one tool call gave: JSON data for the flat stream, text for the model, and whether it failed."""
+    """What one tool call gave: JSON data for the flat stream, text for the model, whether it failed, and the
+    safety checks the application acknowledged before it ran (sent back with the result)."""
 
     result: Any
     content: str
     is_error: bool
+    acknowledged: tuple[SafetyCheck, ...] = ()
 
     @classmethod
     def value(cls, value: Any) -> Outcome:
@@ -161,6 +169,34 @@ def _excerpt(raw: str, limit: int = 80) -> str:
     return repr(raw[:limit]) + ("..." if len(raw) > limit else "")
 
 
+#: The key of a call's arguments that holds the checks the provider flagged it with (the Responses API's name).
+PENDING_CHECKS = "pending_safety_checks"
+
+
+def safety_checks(raw: str) -> tuple[tuple[SafetyCheck, ...], str | None]:
+    """The safety checks a call's arguments (``raw``, a JSON object) carry under ``pending_safety_checks``, and
+    why they cannot be read (None: they can). Checks that cannot be read refuse the call as surely as checks
+    not acknowledged. Cost: a substring scan; the arguments are parsed again only when they hold the key."""
+    if f'"{PENDING_CHECKS}"' not in raw:
+        return (), None
+    parsed, _ = parse_arguments(raw)
+    given = parsed.get(PENDING_CHECKS) if parsed is not None else None
+    if given is None:
+        return (), None
+    why = f"its {PENDING_CHECKS} are not a list of objects with an id"
+    if not isinstance(given, list):
+        return (), why
+    checks = []
+    for item in given:
+        if not isinstance(item, dict):
+            return (), why
+        try:
+            checks.append(SafetyCheck.model_validate({k: item.get(k) for k in ("id", "code", "message")}))
+        except ValueError:
+            return (), why
+    return tuple(checks), None
+
+
 # --- Running calls ----------------------------------------------------------------------------------------
 
 
@@ -183,10 +219,11 @@ class ToolRunner:
     ``timeout``: seconds a call may take unless its tool sets its own (None: no limit). ``threads``: sync
     calls running at once; a call waits for a free thread within its own timeout, and a call left behind
     no longer counts. ``grace``: seconds a cancelled call is waited for before it is left behind.
-    ``on_interrupt(exc, call)``: a KeyboardInterrupt in the main thread (see :meth:`call`).
+    ``on_interrupt(exc, call)``: a KeyboardInterrupt in the main thread (see :meth:`call`). ``acknowledge``:
+    the application's hook for a call flagged with safety checks (None: every such call is refused).
     """
 
-    __slots__ = ("_grace", "_logger", "_on_interrupt", "_slots", "_threads", "_timeout", "_tools")
+    __slots__ = ("_acknowledge", "_grace", "_logger", "_on_interrupt", "_slots", "_threads", "_timeout", "_tools")
 
     def __init__(
         self,
@@ -197,7 +234,9 @@ class ToolRunner:
         grace: float,
         logger: Logger,
         on_interrupt: Callable[[BaseException, ToolCallBlock], None],
+        acknowledge: Acknowledge | None = None,
     ) -> None:
+        self._acknowledge = acknowledge
         self._tools = tools
         self._timeout = timeout
         self._threads = threads
@@ -206,8 +245,11 @@ class ToolRunner:
         self._on_interrupt = on_interrupt
         self._slots: asyncio.Semaphore | None = None
 
-    async def call(self, call: ToolCallBlock, refusal: str | None = None) -> Outcome:
-        """Run ``call`` (refused with the message ``refusal`` if given): its outcome.
+    async def call(
+        self, call: ToolCallBlock, refusal: str | None = None, checks: tuple[SafetyCheck, ...] = ()
+    ) -> Outcome:
+        """Run ``call`` (refused with the message ``refusal`` if given; flagged with ``checks``, run only once the
+        ``acknowledge`` hook returns ``True`` for them, and its outcome then carries them): its outcome.
 
         The tool runs in a task (async) or a thread (sync) of its own, which this task watches: at the
         timeout, or when this task is cancelled (the run was stopped), the call is cancelled and waited
@@ -220,6 +262,37 @@ class ToolRunner:
             return self._failed(call, f"unknown tool {quote(call.name)} (available: {known})")
         if refusal is not None:
             return self._failed(call, refusal)
+        if checks:
+            refused = await self._ask(call, checks)
+            if refused is not None:
+                return self._failed(call, refused)
+            return replace(await self._run(found, call), acknowledged=checks)
+        return await self._run(found, call)
+
+    async def _ask(self, call: ToolCallBlock, checks: tuple[SafetyCheck, ...]) -> str | None:
+        """Ask the ``acknowledge`` hook about ``call``'s checks: None if it acknowledged them (returned
+        ``True``), else the refusal the model gets."""
+        listed = "; ".join(
+            f"{check.code or 'unspecified'} ({check.id})" + (f": {check.message}" if check.message else "")
+            for check in checks
+        )
+        refused = (
+            f"not run: the provider flagged this call with safety checks ({listed}), and the application did not "
+            "acknowledge them"
+        )
+        if self._acknowledge is None:
+            return refused
+        try:
+            answer = self._acknowledge(call, checks)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:
+            log_tool_error(self._logger, call, f"the safety-check hook failed: {_describe(exc)}", exc)
+            return refused
+        return None if answer is True else refused
+
+    async def _run(self, found: Tool, call: ToolCallBlock) -> Outcome:
+        """Validate ``call``'s arguments and run it under its timeout (see :meth:`call`)."""
         try:
             args, kwargs = found.validate(call.arguments)
         except ToolError as exc:

@@ -24,7 +24,7 @@ from typing import Any
 
 from ._adapter import AssistantMessage, Message, ToolResultMessage
 from ._flat import ToolResultChunk
-from ._models import ToolCallBlock
+from ._models import SafetyCheck, ToolCallBlock
 from ._observe import RunTrace
 from ._quote import quote
 from ._tool_calls import Outcome, ToolRunner
@@ -38,13 +38,15 @@ class TurnCall:
 
     ``index``: its position among the turn's calls (the flat ``tool_call``'s ``index``); ``block_index``: its
     block's index in the response (call order); ``block``: the call with the loop's id and the arguments as
-    kept (see :func:`check_arguments`); ``refusal``: why it is refused before it runs (None: it is not).
+    kept (see :func:`check_arguments`); ``refusal``: why it is refused before it runs (None: it is not);
+    ``checks``: the safety checks it is flagged with, to be acknowledged before it runs (:func:`safety_checks`).
     """
 
     index: int
     block_index: int
     block: ToolCallBlock
     refusal: str | None
+    checks: tuple[SafetyCheck, ...] = ()
 
 
 class ToolPhase:
@@ -73,7 +75,7 @@ class ToolPhase:
         """Start ``call``, unless it has started: its task."""
         task = self._tasks.get(call.index)
         if task is None:
-            job = self._runner.call(call.block, call.refusal)
+            job = self._runner.call(call.block, call.refusal, call.checks)
             if self.trace is not None:
                 job = self.trace.tool(call.block, job)
             task = asyncio.get_running_loop().create_task(job)
@@ -125,7 +127,12 @@ class ToolPhase:
         outcomes = self._outcomes
         self._outcomes = {}
         return [
-            ToolResultMessage(tool_call_id=call.block.id, content=outcome.content, is_error=outcome.is_error)
+            ToolResultMessage(
+                tool_call_id=call.block.id,
+                content=outcome.content,
+                is_error=outcome.is_error,
+                acknowledged_safety_checks=outcome.acknowledged,
+            )
             for call in calls or ()
             for outcome in (outcomes[call.index],)
         ]

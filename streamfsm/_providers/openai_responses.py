@@ -72,6 +72,26 @@ def _client_tools(tools: list[Any]) -> list[str]:
     return names
 
 
+def _pending_checks(call_id: str, given: object) -> list[dict[str, Any]]:
+    """A ``computer_call``'s ``pending_safety_checks`` (absent or null: none), each ``{id, code?, message?}``
+    as it came; a list that is not of such objects is ``MALFORMED_RESPONSE`` (a flagged call is never taken for
+    an unflagged one)."""
+    if given is None:
+        return []
+    checks: list[dict[str, Any]] = []
+    if isinstance(given, list):
+        for check in given:
+            if not isinstance(check, Mapping) or not isinstance(check.get("id"), str) or not check["id"]:
+                break
+            kept = {key: check[key] for key in ("id", "code", "message") if check.get(key) is not None}
+            if not all(isinstance(value, str) for value in kept.values()):
+                break
+            checks.append(kept)
+        else:
+            return checks
+    raise malformed(f"computer_call {call_id}: pending_safety_checks must be a list of objects with a string id")
+
+
 def _escaped(text: str) -> str:
     """``text`` as the inside of a JSON string (a lone surrogate, which UTF-8 cannot carry, as its ``\\u`` escape)."""
     try:
@@ -353,8 +373,13 @@ class OpenAIResponsesConverter:
         if not isinstance(call_id, str) or not call_id:
             raise malformed(f"a {item.kind} without a call_id")
         action = data.get(field)
-        if action is None and item.kind == "computer_call" and isinstance(data.get("actions"), list):
-            action = {"actions": data["actions"]}  # the computer tool's batched actions
+        if item.kind == "computer_call":
+            if action is None and isinstance(data.get("actions"), list):
+                action = {"actions": data["actions"]}  # the computer tool's batched actions
+            checks = _pending_checks(call_id, data.get("pending_safety_checks"))
+            if checks:  # flagged: the checks go with the action, for the loop to have them acknowledged
+                body = action if isinstance(action, Mapping) else {"action": action}
+                action = {**body, "pending_safety_checks": checks}
         if isinstance(action, str):
             arguments = action
         else:

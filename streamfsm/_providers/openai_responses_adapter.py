@@ -18,7 +18,6 @@ from .._adapter import (
     GenerateOptions,
     ToolResultMessage,
 )
-from .._errors import ErrorCode, LlmError
 from .._models import TextBlock, ToolCallBlock
 from .._wire import StreamChunk
 from .base import HttpAdapter, HttpSettings
@@ -92,7 +91,10 @@ def _assistant_items(message: AssistantMessage, calls: dict[str, str]) -> list[d
             kind = entry.get("type")
             calls[block.id] = kind if isinstance(kind, str) else "function_call"
             if kind in CLIENT_TOOLS and isinstance(entry.get("call"), Mapping):
-                out.append(dict(entry["call"]))  # the item as it came: id, action, status, ...
+                item = dict(entry["call"])  # the item as it came: id, action, status, ...
+                if (item.get("call_id") or item.get("id")) != block.id:
+                    item["call_id"] = block.id  # the loop renamed the call: the item and its output agree
+                out.append(item)
                 continue
             if kind == "custom_tool_call":
                 given = block.parsed_arguments.get("input")
@@ -119,7 +121,10 @@ def responses_input(options: GenerateOptions) -> list[dict[str, Any]]:
         if isinstance(message, AssistantMessage):
             out.extend(_assistant_items(message, calls))
         elif isinstance(message, ToolResultMessage):
-            out.append(output_item(calls.get(message.tool_call_id, "function_call"), message))
+            kind = calls.get(message.tool_call_id, "function_call")
+            out.append(output_item(kind, message))
+            if message.is_error and kind in _NO_TEXT:
+                out.append(_error_note(kind, message))
         else:
             out.append({"role": "user", "content": message.content})
     return out
@@ -132,6 +137,20 @@ def _json(text: str) -> Any:
         return None
 
 
+#: The calls whose output item has no place for text: an error result goes back as an empty output, followed by a
+#: user message that says what went wrong (:func:`_error_note`).
+_NO_TEXT = frozenset({"computer_call", "tool_search_call"})
+
+
+def _error_note(kind: str, result: ToolResultMessage) -> dict[str, Any]:
+    """The message that tells the model why a call of ``kind`` (one of :data:`_NO_TEXT`) failed."""
+    given = _json(result.content)
+    why = given.get("message") if isinstance(given, dict) and isinstance(given.get("message"), str) else None
+    name = CLIENT_TOOLS[kind][0]
+    text = f"The {name} call {result.tool_call_id} failed: {why if why is not None else result.content}"
+    return {"role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
 def output_item(kind: str, result: ToolResultMessage) -> dict[str, Any]:
     """A tool result as the output item of its call's type (``kind``, the call's item type).
 
@@ -141,8 +160,11 @@ def output_item(kind: str, result: ToolResultMessage) -> dict[str, Any]:
     content, if it is a JSON list of ``{stdout, stderr, outcome}``, is the ``output``; otherwise it is the stdout
     of one command that exited 0, or 1 for an error result); ``apply_patch_call_output`` (``status`` ``failed``
     for an error result, else ``completed``; the content as ``output``); ``computer_call_output`` (the content, a
-    JSON ``computer_screenshot`` object or an image URL, as ``output``); ``tool_search_output`` (the content, a JSON
-    list of tool definitions, as ``tools``; anything else is ``INVALID_REQUEST``).
+    JSON ``computer_screenshot`` object or an image URL, as ``output``; an error result has a screenshot without
+    an image; the safety checks the application acknowledged as ``acknowledged_safety_checks``);
+    ``tool_search_output`` (the content, a JSON list of tool definitions, as ``tools``; an error result, or a
+    content that is no such list, an empty list). An error result of these last two is followed by a user
+    message that says what went wrong (:func:`responses_input`): their items have no place for it.
     """
     call_id, content = result.tool_call_id, result.content
     if kind == "custom_tool_call":
@@ -163,17 +185,18 @@ def output_item(kind: str, result: ToolResultMessage) -> dict[str, Any]:
         given = _json(content)
         if isinstance(given, dict) and given.get("type") == "computer_screenshot":
             screenshot = given
+        elif result.is_error:
+            screenshot = {"type": "computer_screenshot"}
         else:
             screenshot = {"type": "computer_screenshot", "image_url": content}
-        return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
+        item = {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
+        if result.acknowledged_safety_checks:
+            item["acknowledged_safety_checks"] = [check.to_wire() for check in result.acknowledged_safety_checks]
+        return item
     if kind == "tool_search_call":
-        tools = _json(content)
-        if not isinstance(tools, list):
-            raise LlmError(
-                f"the result of tool_search call {call_id} must be a JSON list of tool definitions",
-                ErrorCode.INVALID_REQUEST,
-            )
-        return {"type": "tool_search_output", "call_id": call_id, "execution": "client", "tools": tools}
+        tools = None if result.is_error else _json(content)
+        listed = tools if isinstance(tools, list) else []
+        return {"type": "tool_search_output", "call_id": call_id, "execution": "client", "tools": listed}
     return {"type": "function_call_output", "call_id": call_id, "output": content}
 
 

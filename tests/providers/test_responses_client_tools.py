@@ -273,6 +273,52 @@ def test_output_items_take_structured_results() -> None:
     shot = {"type": "computer_screenshot", "file_id": "file_1"}
     computer = output_item("computer_call", sf.ToolResultMessage(tool_call_id="c", content=orjson.dumps(shot).decode()))
     assert computer["output"] == shot
-    with pytest.raises(sf.LlmError) as caught:
-        output_item("tool_search_call", sf.ToolResultMessage(tool_call_id="c", content="no tools"))
-    assert caught.value.code == sf.ErrorCode.INVALID_REQUEST
+    unlisted = output_item("tool_search_call", sf.ToolResultMessage(tool_call_id="c", content="no tools"))
+    assert unlisted == {"type": "tool_search_output", "call_id": "c", "execution": "client", "tools": []}
+
+
+def client_tool(name: str, result: str = "ok", fail: str | None = None) -> sf.Tool:
+    """A client tool of ``name`` taking any object: returns ``result``, or fails with ``fail``."""
+
+    def run(arguments: dict[str, Any]) -> str:
+        if fail is not None:
+            raise RuntimeError(fail)
+        return result
+
+    return sf.Tool(run, name=name, description=name, parameters={"type": "object"})
+
+
+@pytest.mark.parametrize(("item", "name", "arguments"), CASES, ids=[c[1] for c in CASES])
+def test_a_renamed_call_goes_back_under_the_loops_id(
+    server: SSEServer, item: dict[str, Any], name: str, arguments: Any
+) -> None:
+    """The server reuses a call id in the second turn: the loop names that call ``call_2_0``, and the item sent
+    back for it and its output both say so (the first call keeps the server's id)."""
+    again = {**item, "id": f"{item['id']}_again"}
+    server.script(sse(response("resp_1", item)), sse(response("resp_2", again)), sse(answer("resp_3", "Done.")))
+    result = "[]" if name == "tool_search" else "ok"
+    adapter = sf.OpenAIResponsesAdapter(server.url, api_key="sk-test")
+    out = asyncio.run(collect(sf.AgentLoop(adapter, [client_tool(name, result)], model="gpt-5").run("go")))
+    assert [c.id for c in out if c.type == "tool_call"] == [item["call_id"], "call_2_0"]
+    third = server.requests[2].json()["input"]
+    calls = [i for i in third if i.get("type") == item["type"]]
+    outputs = [i for i in third if i.get("type", "").endswith("_output")]
+    assert [c["call_id"] for c in calls] == [item["call_id"], "call_2_0"]
+    assert [c["id"] for c in calls] == [item["id"], again["id"]]  # the items keep the server's own ids
+    key = "id" if item["type"] == "local_shell_call" else "call_id"
+    assert [o[key] for o in outputs] == [item["call_id"], "call_2_0"]
+
+
+def test_a_failed_tool_search_goes_back_as_an_empty_result_and_the_run_goes_on(server: SSEServer) -> None:
+    server.script(sse(response("resp_1", TOOL_SEARCH)), sse(answer("resp_2", "No tools, then.")))
+    adapter = sf.OpenAIResponsesAdapter(server.url, api_key="sk-test")
+    tool = client_tool("tool_search", fail="the registry is down")
+    out = asyncio.run(collect(sf.AgentLoop(adapter, [tool], model="gpt-5").run("go")))
+    assert kinds(out)[-2:] == ["text", "done"] and out[-1].reason == "stop"
+    output, note = server.requests[1].json()["input"][2:]
+    assert output == {"type": "tool_search_output", "call_id": "call_ts", "execution": "client", "tools": []}
+    assert note == {
+        "role": "user",
+        "content": [{"type": "input_text", "text": "The tool_search call call_ts failed: RuntimeError: the registry "
+                     "is down"}],
+    }  # fmt: skip

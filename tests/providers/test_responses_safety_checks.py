@@ -97,6 +97,7 @@ def test_an_acknowledged_call_runs_and_echoes_only_its_checks(server: SSEServer)
     assert received == [COMPUTER["action"], {**FLAGGED["action"], "pending_safety_checks": CHECKS}]
     plain, flagged = (c for c in out if c.type == "tool_call")
     assert plain.safety_checks == () and "safetyChecks" not in plain.to_wire()
+    assert [c.id for c in flagged.safety_checks] == ["cu_sc_1", "cu_sc_2"]
     assert not any(c.is_error for c in out if c.type == "tool_result")
     assert sent_back(server)[2:] == [
         {"type": "computer_call_output", "call_id": "call_cu", "output": {"type": "computer_screenshot",

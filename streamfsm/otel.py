@@ -45,31 +45,32 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection,
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import metrics, trace
     from opentelemetry.metrics import MeterProvider
-    from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+    from opentelemetry.trace import Span, SpanKind, TracerProvider
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("streamfsm.otel needs OpenTelemetry: pip install 'streamfsm[otel]'") from exc
 
-from ._adapter import (
-    APP_IDENTITY,
-    AssistantMessage,
-    GenerateOptions,
-    LlmAdapter,
-    Message,
-    ToolResultMessage,
-    UserMessage,
-)
+from ._adapter import APP_IDENTITY, GenerateOptions, LlmAdapter
 from ._agent import AgentLoop
 from ._api import aclose_upstream
 from ._errors import LlmError
 from ._flat import DoneChunk, DoneReason, done_reason
-from ._models import ReasoningBlock, TextBlock, ToolCallBlock, Usage
+from ._models import ToolCallBlock, Usage
 from ._observe import Instrumentation, RequestTrace, RunTrace, instrumentation, set_instrumentation
+from ._semconv import (
+    PROVIDER_NAMES,
+    cancelled,
+    error_type,
+    fail,
+    finish_reason,
+    message,
+    part,
+    provider_name,
+    to_json,
+)
 from ._tool_calls import Outcome
 from ._wire import StreamChunk
 
@@ -100,35 +101,7 @@ DURATION_BUCKETS: tuple[float, ...] = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64,
 #: ``error.type`` (the protocol code: ``BLOCK_NOT_OPEN``, ``STREAM_TRUNCATED``, ...), with the provider and model.
 REJECTED_STREAMS = "streamfsm.client.stream.rejected"
 
-#: ``gen_ai.provider.name`` of an adapter's provider route (``GenerateOptions.provider``, else the adapter's
-#: ``provider_info.id``); a route not listed is reported as it is named.
-PROVIDER_NAMES: Mapping[str, str] = {
-    "openai": "openai",
-    "openai-responses": "openai",
-    "openai-compatible": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gcp.gemini",
-    "vertex": "gcp.vertex_ai",
-    "bedrock": "aws.bedrock",
-    "cohere": "cohere",
-    "deepseek": "deepseek",
-    "groq": "groq",
-    "mistral": "mistral_ai",
-    "moonshot": "moonshot_ai",
-    "perplexity": "perplexity",
-    "xai": "x_ai",
-    "azure-openai": "azure.ai.openai",
-}
-_WELL_KNOWN = frozenset(PROVIDER_NAMES.values()) | {"azure.ai.inference", "gcp.gen_ai", "ibm.watsonx.ai"}
 _CONTENT_ON = frozenset({"true", "1", "yes", "span_only", "span_and_event"})
-
-
-def provider_name(adapter: LlmAdapter, options: GenerateOptions) -> str:
-    """``gen_ai.provider.name`` of a request: its route mapped by :data:`PROVIDER_NAMES`, else the route itself."""
-    route = options.provider or adapter.provider_info.id
-    if route in _WELL_KNOWN:
-        return route
-    return PROVIDER_NAMES.get(route.lower(), route)
 
 
 class StreamfsmInstrumentor:
@@ -233,8 +206,12 @@ class _Otel(Instrumentation):
         )
 
     def run(self, loop: AgentLoop, clock: Callable[[], float]) -> RunTrace:
-        """A run of ``loop``: its ``invoke_agent`` span."""
-        return _Run(self, loop, clock)
+        """A run of ``loop``: its ``invoke_agent`` span (none if it cannot be started: the run goes untraced)."""
+        try:
+            return _Run(self, loop, clock)
+        except Exception:
+            _broken("starting an invoke_agent span")
+            return _UNTRACED
 
     def stream(
         self, adapter: LlmAdapter, options: GenerateOptions, chunks: AsyncIterator[StreamChunk]
@@ -245,7 +222,16 @@ class _Otel(Instrumentation):
     async def _bare(
         self, adapter: LlmAdapter, options: GenerateOptions, chunks: AsyncIterator[StreamChunk]
     ) -> AsyncIterator[StreamChunk]:
-        call = _Request(self, adapter, options, None, time.monotonic, None)
+        try:
+            call = _Request(self, adapter, options, None, time.monotonic, None)
+        except Exception:
+            _broken("starting a chat span")
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            finally:
+                await aclose_upstream(chunks)
+            return
         usage: Usage | None = None
         reason: DoneReason | None = None
         error: LlmError | None = None
@@ -307,8 +293,8 @@ class _Request(RequestTrace):
                 attributes[key] = value
         if otel.capture:
             if options.system is not None:
-                attributes["gen_ai.system_instructions"] = _json([{"type": "text", "content": options.system}])
-            attributes["gen_ai.input.messages"] = _json([_message(m) for m in options.messages])
+                attributes["gen_ai.system_instructions"] = to_json([{"type": "text", "content": options.system}])
+            attributes["gen_ai.input.messages"] = to_json([message(m) for m in options.messages])
         self.span: Span = otel.tracer.start_span(
             f"chat {options.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
         )
@@ -326,28 +312,41 @@ class _Request(RequestTrace):
         record = self._otel.chunk_time.record
         attributes = self.attributes
         output = self._output
+        live = True  # until recording a chunk fails: the rest of the stream goes unrecorded
         try:
             async for chunk in source:
-                now = clock()
-                if self._first is None:
-                    self._first = now
-                else:
-                    record(now - self._last, attributes)
-                self._last = now
-                kind = chunk.get("type")
-                if kind == "finish":
-                    _set_response(self.span, chunk.get("replayState"))
-                elif output is not None and kind == "block-end":
-                    output.append(_part(chunk.get("block")))
+                if live:
+                    try:
+                        now = clock()
+                        if self._first is None:
+                            self._first = now
+                        else:
+                            record(now - self._last, attributes)
+                        self._last = now
+                        kind = chunk.get("type")
+                        if kind == "finish":
+                            _set_response(self.span, chunk.get("replayState"))
+                        elif output is not None and kind == "block-end":
+                            output.append(part(chunk.get("block")))
+                    except Exception:
+                        live = False
+                        _broken("recording a chunk")
                 yield chunk
         finally:
             await aclose_upstream(source)
 
     def end(self, reason: DoneReason, usage: Usage | None, error: LlmError | None) -> None:
-        """The span's outcome, and the request's metrics."""
+        """The span's outcome, and the request's metrics (a failure to record them is logged, never raised)."""
+        try:
+            self._end(reason, usage, error)
+        except Exception:
+            _broken("ending a chat span")
+
+    def _end(self, reason: DoneReason, usage: Usage | None, error: LlmError | None) -> None:
         otel, span = self._otel, self.span
         metric = dict(self.attributes)
-        span.set_attribute("gen_ai.response.finish_reasons", (reason,))
+        finish = finish_reason(reason, error)
+        span.set_attribute("gen_ai.response.finish_reasons", (finish,))
         if self._first is not None:
             first = self._first - self._start
             span.set_attribute("gen_ai.response.time_to_first_chunk", first)
@@ -358,13 +357,12 @@ class _Request(RequestTrace):
             otel.tokens.record(inputs, {**metric, "gen_ai.token.type": "input"})
             otel.tokens.record(usage.output_tokens, {**metric, "gen_ai.token.type": "output"})
         if self._output is not None:
-            message = {"role": "assistant", "parts": self._output, "finish_reason": reason}
-            span.set_attribute("gen_ai.output.messages", _json([message]))
+            output = {"role": "assistant", "parts": self._output, "finish_reason": finish}
+            span.set_attribute("gen_ai.output.messages", to_json([output]))
         if reason == "cancel":
-            _cancelled(span, error)
+            cancelled(span, error)
         elif error is not None:
-            code = str(error.code)
-            _failed(span, error)
+            code = fail(span, error.code, error.message, otel.capture, error.chunk_index)
             metric["error.type"] = code
             if error.chunk_index is not None:
                 otel.rejected.add(1, {**self.attributes, "error.type": code})
@@ -394,8 +392,12 @@ class _Run(RunTrace):
         self._context = trace.set_span_in_context(self.span)
 
     def request(self, options: GenerateOptions, attempt: int) -> RequestTrace:
-        """The request's ``chat`` span, a child of the run's."""
-        return _Request(self._otel, self._adapter, options, self._context, self._clock, attempt)
+        """The request's ``chat`` span, a child of the run's (none if it cannot be started)."""
+        try:
+            return _Request(self._otel, self._adapter, options, self._context, self._clock, attempt)
+        except Exception:
+            _broken("starting a chat span")
+            return _UNTRACED_REQUEST
 
     def tool(self, call: ToolCallBlock, job: Coroutine[Any, Any, Outcome]) -> Coroutine[Any, Any, Outcome]:
         """The call's ``execute_tool`` span, current while the tool runs."""
@@ -410,64 +412,104 @@ class _Run(RunTrace):
         }
         if self._otel.capture:
             attributes["gen_ai.tool.call.arguments"] = call.arguments
-        span = self._otel.tracer.start_span(
-            f"execute_tool {call.name}", context=self._context, kind=SpanKind.INTERNAL, attributes=attributes
-        )
+        try:
+            span = self._otel.tracer.start_span(
+                f"execute_tool {call.name}", context=self._context, kind=SpanKind.INTERNAL, attributes=attributes
+            )
+        except Exception:
+            _broken("starting an execute_tool span")
+            return await job
         try:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
                 outcome = await job
         except asyncio.CancelledError:
-            _cancelled(span, None)
-            span.end()
+            _ending(span, cancelled, span, None)
             raise
         except BaseException as exc:  # the runner turns whatever a tool raises into an outcome: a bug here
-            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-            span.set_attribute("error.type", type(exc).__qualname__)
-            span.end()
+            _ending(span, fail, span, type(exc).__qualname__, type(exc).__name__, False)
             raise
-        if outcome.is_error:
-            span.set_status(Status(StatusCode.ERROR, outcome.content))
-            span.set_attribute("error.type", "tool_error")
-        elif self._otel.capture:
-            span.set_attribute("gen_ai.tool.call.result", outcome.content)
-        span.end()
+        _ending(span, self._outcome, span, outcome)
         return outcome
+
+    def _outcome(self, span: Span, outcome: Outcome) -> None:
+        capture = self._otel.capture
+        if outcome.is_error:
+            fail(span, "tool_error", outcome.content, capture)
+        elif capture:
+            span.set_attribute("gen_ai.tool.call.result", outcome.content)
 
     def retry(self, error: LlmError, retry: int, delay_ms: int) -> None:
         """An event ``streamfsm.retry`` on the run's span."""
-        self.span.add_event(
-            "streamfsm.retry",
-            {"error.type": str(error.code), "streamfsm.retry.count": retry, "streamfsm.retry.delay_ms": delay_ms},
-        )
+        try:
+            self.span.add_event(
+                "streamfsm.retry",
+                {
+                    "error.type": error_type(error.code),
+                    "streamfsm.retry.count": retry,
+                    "streamfsm.retry.delay_ms": delay_ms,
+                },
+            )
+        except Exception:
+            _broken("adding a retry event")
 
     def end(self, done: DoneChunk, error: LlmError | None) -> None:
         """The run's outcome: its finish reason, its usage as far as it is known, its error or cancellation."""
+        _ending(self.span, self._end, done, error)
+
+    def _end(self, done: DoneChunk, error: LlmError | None) -> None:
         span = self.span
-        span.set_attribute("gen_ai.response.finish_reasons", (done.reason,))
+        span.set_attribute("gen_ai.response.finish_reasons", (finish_reason(done.reason, error),))
         if done.usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", done.usage.prompt_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", done.usage.completion_tokens)
         if done.reason == "cancel":
-            _cancelled(span, error)
+            cancelled(span, error)
         elif done.reason == "error" and error is not None:
-            _failed(span, error)
+            fail(span, error.code, error.message, self._otel.capture, error.chunk_index)
+
+
+class _Untraced(RunTrace, RequestTrace):
+    """A run or a request whose span could not be started: nothing is recorded (the SDK's failure was logged)."""
+
+    __slots__ = ()
+
+    def request(self, options: GenerateOptions, attempt: int) -> RequestTrace:
+        """Untraced too."""
+        return self
+
+    def tool(self, call: ToolCallBlock, job: Coroutine[Any, Any, Outcome]) -> Coroutine[Any, Any, Outcome]:
+        """The call as it is."""
+        return job
+
+    def retry(self, error: LlmError, retry: int, delay_ms: int) -> None:
+        """Nothing."""
+
+    def end(self, *_: object) -> None:
+        """Nothing."""
+
+
+_UNTRACED = _UNTRACED_REQUEST = _Untraced()
+
+
+# --- Failures of the instrumentation --------------------------------------------------------------------
+
+
+def _broken(what: str) -> None:
+    """The SDK failed (a span processor or an exporter raised, say) while ``what``: logged with its traceback; the
+    stream or run goes on as if uninstrumented. Call it in an ``except`` block."""
+    _LOGGER.exception("streamfsm.otel: %s failed; the stream goes on without it", what)
+
+
+def _ending(span: Span, outcome: Callable[..., object], *args: Any) -> None:
+    """Record a span's ``outcome(*args)`` and end it; what the SDK raises meanwhile is logged (:func:`_broken`)."""
+    try:
+        outcome(*args)
         span.end()
+    except Exception:
+        _broken("ending a span")
 
 
-# --- What the spans say ---------------------------------------------------------------------------------
-
-
-def _failed(span: Span, error: LlmError) -> None:
-    span.set_status(Status(StatusCode.ERROR, error.message))
-    span.set_attribute("error.type", str(error.code))
-    if error.chunk_index is not None:
-        span.set_attribute("streamfsm.chunk_index", error.chunk_index)
-
-
-def _cancelled(span: Span, cause: LlmError | None) -> None:
-    span.set_attribute("streamfsm.cancelled", True)
-    if cause is not None:
-        span.set_attribute("streamfsm.cancel.code", str(cause.code))
+# --- What the spans say (their error types, finish reasons and content: ``_semconv``) --------------------
 
 
 def _set_response(span: Span, state: object) -> None:
@@ -534,43 +576,3 @@ def _finish_of(chunk: Mapping[str, Any]) -> tuple[DoneReason, LlmError | None]:
     if isinstance(failure, Mapping) and failure.get("message") and failure.get("code"):
         return done, LlmError(str(failure["message"]), str(failure["code"]))
     return done, LlmError("the stream finished with an error", "UNKNOWN")
-
-
-# --- Content (opt-in), in the conventions' message schemas --------------------------------------------
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value, default=str).decode()
-
-
-def _message(message: Message) -> dict[str, Any]:
-    if isinstance(message, UserMessage):
-        return {"role": "user", "parts": [{"type": "text", "content": message.content}]}
-    if isinstance(message, ToolResultMessage):
-        return {"role": "tool", "parts": [{"type": "tool_call_response", "id": message.tool_call_id,
-                                           "result": message.content}]}  # fmt: skip
-    assert isinstance(message, AssistantMessage)
-    parts: list[dict[str, Any]] = []
-    for block in message.blocks:
-        if isinstance(block, TextBlock):
-            parts.append({"type": "text", "content": block.text})
-        elif isinstance(block, ReasoningBlock):
-            parts.append({"type": "reasoning", "content": block.text})
-        else:
-            parts.append({"type": "tool_call", "id": block.id, "name": block.name, "arguments": block.arguments})
-    return {"role": "assistant", "parts": parts}
-
-
-def _part(block: Any) -> dict[str, Any]:
-    """A complete block of the response (a ``block-end``'s ``block``) as an output message part."""
-    if not isinstance(block, Mapping):
-        return {"type": "unknown"}
-    kind = block.get("type")
-    if kind == "text":
-        return {"type": "text", "content": block.get("text")}
-    if kind == "reasoning":
-        return {"type": "reasoning", "content": block.get("text")}
-    if kind == "tool-call":
-        return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"),
-                "arguments": block.get("arguments")}  # fmt: skip
-    return {"type": str(kind)}

@@ -115,7 +115,7 @@ def test_a_tool_calling_run_over_http_gives_one_agent_span_a_chat_span_per_reque
         assert attributes["gen_ai.request.model"] == "deepseek-chat"
         assert attributes["gen_ai.request.stream"] is True
     assert first.attributes is not None and second.attributes is not None and limited.attributes is not None
-    assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_call",)
     assert first.attributes["gen_ai.usage.input_tokens"] == 120  # the cached tokens included, as the conventions ask
     assert first.attributes["gen_ai.usage.cache_read.input_tokens"] == 100
     assert first.attributes["gen_ai.usage.output_tokens"] == 40
@@ -314,7 +314,7 @@ def test_content_is_recorded_only_when_opted_in() -> None:
         {
             "role": "assistant",
             "parts": [{"type": "tool_call", "id": "c1", "name": "add", "arguments": '{"a": 1, "b": 2}'}],
-            "finish_reason": "tool_use",
+            "finish_reason": "tool_call",
         }
     ]
     assert [m["role"] for m in json.loads(str(second.attributes["gen_ai.input.messages"]))] == [

@@ -514,9 +514,9 @@ def _ending(span: Span, outcome: Callable[..., object], *args: Any) -> None:
 
 def _set_response(span: Span, state: object) -> None:
     """``gen_ai.response.id`` and ``gen_ai.response.model``, where the finish's ``replayState`` names them: the
-    block protocol has no field for either, but the converters of the Responses and Anthropic APIs keep
-    ``response: {id, model}``, Gemini's ``gemini.response: {responseId, modelVersion}`` and Cohere's
-    ``responseId``. Chat completions keep neither."""
+    block protocol has no field for either, but the converters of the Responses, Anthropic and chat completions
+    APIs keep ``response: {id, model}`` (chat completions: its first chunk's), Gemini's ``gemini.response:
+    {responseId, modelVersion}`` and Cohere's ``responseId``."""
     if not isinstance(state, Mapping):
         return
     response = state.get("response")

@@ -268,12 +268,13 @@ class OpenAIConverter:
         """The response is over: end the blocks, then ``usage`` (when the provider sent it) and ``finish``.
 
         Raises ``STREAM_CLOSED`` when no finish reason came, ``EMPTY_RESPONSE`` for a ``stop`` with no content
-        (neither a block nor a kept part). The finish carries ``replayState`` (``{"kept": [...]}``) only when a
-        part was kept.
+        (neither a block nor a kept part). The finish carries ``replayState``: ``response`` (the first chunk's
+        ``id`` and ``model``, when it had them) and ``kept`` (when a part was kept).
         """
         finish = stop_reason(self.finish_reason, _FINISH, "finish_reason")
         out = self.queue.finish(finish, empty=self.queue.made == 0 and not self.keeper.items)
-        return out + closing(self.usage, finish, self.keeper.state())
+        named = {key: value for key, value in (("id", self.response_id), ("model", self.model)) if value}
+        return out + closing(self.usage, finish, self.keeper.state(response=named or None))
 
 
 @sync_or_async

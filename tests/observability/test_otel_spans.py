@@ -200,7 +200,8 @@ def test_a_bare_adapter_stream_outside_a_run_gets_its_own_chat_span(otel: Record
 
 def test_the_response_id_and_model_come_from_what_the_converter_kept(otel: Recorded) -> None:
     """The block protocol has no field for them; the Anthropic converter keeps the message's id and model in the
-    finish's replayState, and the chat span reads them there (chat completions keep neither: not set)."""
+    finish's replayState, and so does the chat completions converter (its first chunk's), and the chat span reads
+    them there."""
     message = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
                "content": [], "usage": {"input_tokens": 12, "output_tokens": 1}}  # fmt: skip
     events = [
@@ -227,7 +228,7 @@ def test_the_response_id_and_model_come_from_what_the_converter_kept(otel: Recor
     assert anthropic.attributes["gen_ai.response.id"] == "msg_01"
     assert anthropic.attributes["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
     assert anthropic.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
-    assert "gen_ai.response.id" not in chat.attributes and "gen_ai.response.model" not in chat.attributes
+    assert chat.attributes["gen_ai.response.id"] == "chatcmpl-1"
 
 
 def test_a_bare_stream_left_early_is_cancelled_and_its_upstream_closed_at_once(otel: Recorded) -> None:

@@ -653,7 +653,7 @@ def test_a_recording_with_content_parts_converts_with_exactly_its_content(path: 
     assert result.text == "".join(t for t, _ in pieces) and result.reasoning == "".join(r for _, r in pieces)
     assert [t for t, _ in typed_texts(result)] == ["reasoning", "text"]
     assert result.usage is not None and result.usage.output_tokens == events[-1]["usage"]["completion_tokens"]
-    assert result.finish.kind == "stop" and result.kept == [] and result.replay_state is None
+    assert result.finish.kind == "stop" and result.kept == [] and set(result.replay_state) == {"response"}
 
 
 def test_the_mistral_recording_is_there() -> None:
@@ -684,7 +684,7 @@ def test_text_and_thinking_parts_become_blocks() -> None:
     )
     result = sf.assemble(out)
     assert typed_texts(result) == [("reasoning", "abc"), ("text", "xyz")]
-    assert "replayState" not in out[-1]
+    assert out[-1]["replayState"] == {"response": {"id": "c1"}}  # nothing kept: its id alone
 
 
 def test_a_part_of_another_type_is_kept_where_it_came() -> None:

@@ -11,7 +11,9 @@ What is secret: the API key, and the value of every header whose name says it ca
 :class:`Redactor` replaces each of them with ``[redacted]`` in an error's message and request id, in every
 form a message may quote them in (as given, stripped, escaped as ``repr`` and JSON do, and each run of 8 or
 more characters between the characters a key cannot hold), and cuts the error's chain of causes when any
-cause still shows one.
+cause still shows one. A form shorter than 8 characters (a test key, ``api_key="k"``: too short to be a secret,
+and found inside any word) is replaced only where it stands alone, with no letter, digit or underscore on
+either side: ``k`` is redacted in ``key=k`` and left in ``chunk``.
 
 A message cut short (:func:`.classify.clip`: the 4,096-, 500- and 200-character cuts of what a provider said)
 could keep part of a secret that the cut splits, which no later redaction would recognise. So a request's
@@ -122,25 +124,29 @@ def _forms(secret: str) -> set[str]:
 class Redactor:
     """Replaces secrets with :data:`REDACTED` in texts and errors."""
 
-    __slots__ = ("forms",)
+    __slots__ = ("_long", "_short", "forms")
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
         forms: set[str] = set()
         for secret in secrets:
             if isinstance(secret, str) and secret:
                 forms |= _forms(secret)
-        self.forms = sorted(forms, key=len, reverse=True)  # the longest first: a part never splits a whole
+        #: Every form of every secret, the longest first: a part never splits a whole.
+        self.forms = sorted(forms, key=len, reverse=True)
+        self._long = [form for form in self.forms if len(form) >= _MIN_PART]  # replaced wherever they are
+        short = [re.escape(form) for form in self.forms if len(form) < _MIN_PART]  # only where they stand alone
+        self._short = re.compile(rf"(?<!\w)(?:{'|'.join(short)})(?!\w)") if short else None
 
     def text(self, text: str) -> str:
         """``text`` with every secret replaced."""
-        for form in self.forms:
+        for form in self._long:
             if form in text:
                 text = text.replace(form, REDACTED)
-        return text
+        return text if self._short is None else self._short.sub(REDACTED, text)
 
     def shows(self, text: str) -> bool:
         """Whether ``text`` holds a secret."""
-        return any(form in text for form in self.forms)
+        return any(form in text for form in self._long) or (self._short is not None and bool(self._short.search(text)))
 
     def error(self, error: LlmError) -> LlmError:
         """``error`` with no secret in its message or request id; its causes dropped if any of them shows one."""

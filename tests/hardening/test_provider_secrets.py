@@ -117,3 +117,23 @@ def test_another_requests_redactor_is_never_active(server: SSEServer) -> None:
     assert leaks(shown(first)) == []
     # The other request's key is not KEY: the part of KEY its cut keeps is not its secret, and stays.
     assert leaks(shown(second)) != []
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_a_key_too_short_to_be_a_secret_is_redacted_only_where_it_stands_alone(server: SSEServer, name: str) -> None:
+    """``api_key="k"``: the server quotes it (redacted), and the words holding a ``k`` stay whole."""
+    server.script(Reply(400, {"error": {"message": "key k refused after 0 chunk(s); keep keys secret", "code": 400}}))
+    adapter = {
+        "gemini": lambda url: sf.GeminiAdapter(base_url=url, api_key="k"),
+        "responses": lambda url: sf.OpenAIResponsesAdapter(url, api_key="k"),
+        "openai": lambda url: sf.OpenAICompatibleAdapter(url, api_key="k"),
+    }[name](server.url)
+    error = outcome(adapter)
+    assert isinstance(error, sf.LlmError)
+    assert "key [redacted] refused after 0 chunk(s); keep keys secret" in error.message
+
+
+def test_the_threshold_is_eight_characters() -> None:
+    seven, eight = "abcdefg", "abcdefgh"
+    assert Redactor([seven]).text(f"x{seven}y {seven}") == "xabcdefgy [redacted]"
+    assert Redactor([eight]).text(f"x{eight}y {eight}") == "x[redacted]y [redacted]"

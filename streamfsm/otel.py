@@ -15,15 +15,18 @@ What is recorded (names from ``docs/gen-ai/`` of open-telemetry/semantic-convent
   INTERNAL; a span ``chat {model}`` per model request, kind CLIENT, a child of its run's span (a bare
   :meth:`~streamfsm.LlmAdapter.generate` stream outside a run gets one too, a child of the current span); a span
   ``execute_tool {tool}`` per tool call, kind INTERNAL, a child of the run's span and current while the tool runs;
-- a failed call: status ERROR and ``error.type`` its :class:`~streamfsm.LlmError` code, with
-  ``streamfsm.chunk_index`` for a stream the protocol rejected; a cancelled one (the caller's abort, a timeout, a
-  budget) is no error: ``streamfsm.cancelled`` true, ``streamfsm.cancel.code`` the cause's code, finish reason
-  ``cancel``; each retry is an event ``streamfsm.retry`` on the run's span;
+- a failed call: status ERROR and ``error.type`` its :class:`~streamfsm.LlmError` code (one of
+  :data:`ERROR_TYPES`, else ``_OTHER``), with ``streamfsm.chunk_index`` for a stream the protocol rejected; the
+  status description is the error's message only when content is captured, else the error type; a cancelled
+  one (the caller's abort, a timeout, a budget) is no error: ``streamfsm.cancelled`` true,
+  ``streamfsm.cancel.code`` the cause's code, finish reason ``cancel``; each retry is an event
+  ``streamfsm.retry`` on the run's span;
 - usage only when the stream reported it: a call stopped before its ``usage`` chunk has no usage attributes and
   records no ``gen_ai.client.token.usage``; one stopped after it reports what it received;
 - metrics ``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``,
   ``gen_ai.client.operation.time_to_first_chunk``, ``gen_ai.client.operation.time_per_output_chunk`` (one value
   per chunk after the first), and streamfsm's own counter :data:`REJECTED_STREAMS`;
+- an SDK that raises (a span processor, an exporter) is logged, and what it traced goes on untraced;
 - message content (``gen_ai.input.messages``, ``gen_ai.system_instructions``, ``gen_ai.output.messages``,
   ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``) only when opted in: ``capture_content=True``, or
   the environment variable :data:`CAPTURE_CONTENT_ENV` set to ``true`` (read when :meth:`instrument` is called).
@@ -61,6 +64,7 @@ from ._flat import DoneChunk, DoneReason, done_reason
 from ._models import ToolCallBlock, Usage
 from ._observe import Instrumentation, RequestTrace, RunTrace, instrumentation, set_instrumentation
 from ._semconv import (
+    ERROR_TYPES,
     PROVIDER_NAMES,
     cancelled,
     error_type,
@@ -77,6 +81,7 @@ from ._wire import StreamChunk
 __all__ = [
     "CAPTURE_CONTENT_ENV",
     "DURATION_BUCKETS",
+    "ERROR_TYPES",
     "PROVIDER_NAMES",
     "REJECTED_STREAMS",
     "TOKEN_BUCKETS",

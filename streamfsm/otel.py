@@ -402,7 +402,7 @@ class _Run(RunTrace):
             return _Request(self._otel, self._adapter, options, self._context, self._clock, attempt)
         except Exception:
             _broken("starting a chat span")
-            return _UNTRACED_REQUEST
+            return _UNTRACED
 
     def tool(self, call: ToolCallBlock, job: Coroutine[Any, Any, Outcome]) -> Coroutine[Any, Any, Outcome]:
         """The call's ``execute_tool`` span, current while the tool runs."""
@@ -493,7 +493,7 @@ class _Untraced(RunTrace, RequestTrace):
         """Nothing."""
 
 
-_UNTRACED = _UNTRACED_REQUEST = _Untraced()
+_UNTRACED = _Untraced()
 
 
 # --- Failures of the instrumentation --------------------------------------------------------------------

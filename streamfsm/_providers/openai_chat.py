@@ -1,14 +1,14 @@
 """OpenAI-compatible chat completions (DeepSeek, OpenAI, xAI, Groq, vLLM, Ollama, ...) to the block protocol.
 
-:class:`OpenAIConverter` is sans-IO (fed ``chat.completion.chunk`` objects); :func:`from_openai_chunks` wraps
-it around any iterable of chunks, dicts or the ``openai`` SDK's objects; :class:`OpenAICompatibleAdapter`
-speaks HTTP (the ``http`` extra).
+:class:`OpenAIConverter` is sans-IO (fed ``chat.completion.chunk`` objects, or the ``text_completion`` chunks of
+the legacy completions API, ``/v1/completions``); :func:`from_openai_chunks` wraps it around any iterable of
+chunks, dicts or the ``openai`` SDK's objects; :class:`OpenAICompatibleAdapter` speaks HTTP (the ``http`` extra).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from .._config import Limits
 from .._quote import quote
@@ -26,6 +26,11 @@ _FINISH: dict[str, WireFinishReason] = {
     "tool_calls": {"kind": "tool-calls"},
     "length": {"kind": "max-tokens"},
 }
+
+#: The ``object`` of a chunk of each API the converter reads: chat completions, and the legacy completions API
+#: (``/v1/completions``, whose choices carry a ``text`` where chat's carry a ``delta``).
+_CHAT: Final = "chat.completion.chunk"
+_COMPLETION: Final = "text_completion"
 
 
 def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
@@ -57,12 +62,12 @@ def _shown(value: object) -> str:
     return quote(value.get("type")) if isinstance(value, Mapping) else type(value).__name__
 
 
-def _text_field(delta: Mapping[str, Any], key: str) -> str:
+def _text_field(delta: Mapping[str, Any], key: str, where: str = "delta") -> str:
     value = delta.get(key)
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise malformed(f"delta.{key} must be a string, got {type(value).__name__}")
+        raise malformed(f"{where}.{key} must be a string, got {type(value).__name__}")
     return value
 
 
@@ -72,14 +77,40 @@ def _new_id(found: object, known: str | None) -> bool:
 
 
 def _opens(event: Mapping[str, Any]) -> bool:
-    """Whether a chunk carries a choice with a delta, as the first chunk of a response does (a chunk of usage
-    alone, or the empty delta of a finish, does not)."""
+    """Whether a chunk carries a choice with a delta (or a completion's text), as the first chunk of a response
+    does (a chunk of usage alone, or the empty delta of a finish, does not)."""
     choices = event.get("choices")
-    return isinstance(choices, list) and any(isinstance(c, Mapping) and bool(c.get("delta")) for c in choices)
+    return isinstance(choices, list) and any(
+        isinstance(c, Mapping) and bool(c.get("delta") or c.get("text")) for c in choices
+    )
+
+
+def _api(event: Mapping[str, Any], choices: list[Any]) -> str | None:
+    """The API a chunk is of (:data:`_CHAT` or :data:`_COMPLETION`): told by its ``object`` when it names one, and by
+    its choices (one with a ``delta`` is chat's, one with a ``text`` and no ``delta`` a completion's); ``None`` when
+    nothing tells (a chunk of usage alone). A chunk that tells both is ``MALFORMED_RESPONSE``."""
+    found = event.get("object")
+    api = found if found in (_CHAT, _COMPLETION) else None
+    for choice in choices:
+        if not isinstance(choice, Mapping):
+            continue
+        kind = _CHAT if choice.get("delta") is not None else _COMPLETION if choice.get("text") is not None else None
+        if kind is not None and api is not None and kind != api:
+            raise malformed(
+                f"a chunk mixes a {api} and a {kind}: a choice with a 'delta' is chat's, one with a 'text' "
+                "the legacy completions API's"
+            )
+        api = api or kind
+    return api
 
 
 class OpenAIConverter:
     """Turns ``chat.completion.chunk`` objects (as dicts) into block-protocol chunks.
+
+    It reads the legacy completions API's ``text_completion`` chunks too (``/v1/completions``, as llama.cpp, vLLM,
+    SGLang and Ollama serve it): a choice's ``text`` is a text block, its ``finish_reason`` and the ``usage`` read as
+    chat's. A chunk's ``object`` (else its choices' form: a ``delta``, or a ``text``) tells which API it is of; a
+    stream whose chunks are of both is ``MALFORMED_RESPONSE``.
 
     ``reasoning_content`` (DeepSeek; ``reasoning`` on some servers) becomes a reasoning block, ``content`` (and a
     ``refusal``) a text block, ``tool_calls`` by index tool-call blocks. ``content`` may also be a list of parts
@@ -103,6 +134,7 @@ class OpenAIConverter:
         self.model: str | None = None
         self.response_id: str | None = None  # the first chunk's id
         self.last_id: str | None = None  # the id of the last chunk that had one
+        self.api: str | None = None  # _CHAT or _COMPLETION, once a chunk told which
         self.failed = False  # an error chunk ended it
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
@@ -141,12 +173,20 @@ class OpenAIConverter:
             choices = ()
         elif not isinstance(choices, list):
             raise malformed(f"'choices' must be a list, got {type(choices).__name__}")
+        api = _api(event, choices)
+        if api is not None and api != self.api:
+            if self.api is not None:
+                raise malformed(f"a {api} chunk in a stream of {self.api} chunks: one stream holds one API's chunks")
+            self.api = api
         for choice in choices:
             if not isinstance(choice, Mapping):
                 raise malformed(f"a choice must be an object, got {type(choice).__name__}")
             if choice.get("index", 0) != 0:
                 raise malformed(f"choice {quote(choice.get('index'))}: only one choice (n=1) can be converted")
-            delta = choice.get("delta") or {}
+            if api == _COMPLETION:  # a legacy completion: its text is what chat's delta.content would be
+                delta: Any = {"content": _text_field(choice, "text", "choice")}
+            else:
+                delta = choice.get("delta") or {}
             if not isinstance(delta, Mapping):
                 raise malformed(f"'delta' must be an object, got {type(delta).__name__}")
             reasoning = _text_field(delta, "reasoning_content") or _text_field(delta, "reasoning")

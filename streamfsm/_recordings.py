@@ -532,9 +532,9 @@ def detect_format(source: RecordingSource) -> str:
     event (``message-start``, ``content-delta``, ...) ``cohere``, an object without ``type`` holding
     ``candidates``, ``usageMetadata``, ``modelVersion``, ``promptFeedback`` or ``responseId`` ``gemini``, an
     object of one key naming a ConverseStream event (``messageStart``, ``contentBlockDelta``, ``metadata``,
-    ``...Exception``) ``bedrock``; anything else ``jsonl``. A first line that is an SSE field is a provider body, whose events (their ``event`` names or
-    their data, told as above) say which provider. Anything else (an empty file, a line that is not JSON) is
-    ``jsonl``, where the machine reports it.
+    ``...Exception``) ``bedrock``; anything else ``jsonl``. A first line that is an SSE field is a provider
+    body, whose events (their ``event`` names or their data, told as above) say which provider. Anything else
+    (an empty file, a line that is not JSON) is ``jsonl``, where the machine reports it.
     """
     return detect(Lines(raw_lines(source)))
 

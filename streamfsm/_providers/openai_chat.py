@@ -85,7 +85,7 @@ def _opens(event: Mapping[str, Any]) -> bool:
     )
 
 
-def _api(event: Mapping[str, Any], choices: list[Any]) -> str | None:
+def _api(event: Mapping[str, Any], choices: Iterable[Any]) -> str | None:
     """The API a chunk is of (:data:`_CHAT` or :data:`_COMPLETION`): told by its ``object`` when it names one, and by
     its choices (one with a ``delta`` is chat's, one with a ``text`` and no ``delta`` a completion's); ``None`` when
     nothing tells (a chunk of usage alone). A chunk that tells both is ``MALFORMED_RESPONSE``."""

@@ -320,7 +320,8 @@ class OpenAIConverter:
 def from_openai_chunks(
     chunks: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
-    """Convert a stream of OpenAI ``chat.completion.chunk`` objects (dicts or SDK objects, sync or async).
+    """Convert a stream of OpenAI ``chat.completion.chunk`` objects (dicts or SDK objects, sync or async), or of
+    the legacy completions API's ``text_completion`` chunks (the SDK's ``Completion``): one API's, not both.
 
     The block-protocol chunks come out as the input goes in; ``usage`` and ``finish`` when the input ends.
     Send the output through :func:`streamfsm.validate` / :func:`streamfsm.avalidate` to check and assemble it.

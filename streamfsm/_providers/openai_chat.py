@@ -85,25 +85,6 @@ def _opens(event: Mapping[str, Any]) -> bool:
     )
 
 
-def _api(event: Mapping[str, Any], choices: Iterable[Any]) -> str | None:
-    """The API a chunk is of (:data:`_CHAT` or :data:`_COMPLETION`): told by its ``object`` when it names one, and by
-    its choices (one with a ``delta`` is chat's, one with a ``text`` and no ``delta`` a completion's); ``None`` when
-    nothing tells (a chunk of usage alone). A chunk that tells both is ``MALFORMED_RESPONSE``."""
-    found = event.get("object")
-    api = found if found in (_CHAT, _COMPLETION) else None
-    for choice in choices:
-        if not isinstance(choice, Mapping):
-            continue
-        kind = _CHAT if choice.get("delta") is not None else _COMPLETION if choice.get("text") is not None else None
-        if kind is not None and api is not None and kind != api:
-            raise malformed(
-                f"a chunk mixes a {api} and a {kind}: a choice with a 'delta' is chat's, one with a 'text' "
-                "the legacy completions API's"
-            )
-        api = api or kind
-    return api
-
-
 class OpenAIConverter:
     """Turns ``chat.completion.chunk`` objects (as dicts) into block-protocol chunks.
 
@@ -173,20 +154,23 @@ class OpenAIConverter:
             choices = ()
         elif not isinstance(choices, list):
             raise malformed(f"'choices' must be a list, got {type(choices).__name__}")
-        api = _api(event, choices)
-        if api is not None and api != self.api:
-            if self.api is not None:
-                raise malformed(f"a {api} chunk in a stream of {self.api} chunks: one stream holds one API's chunks")
-            self.api = api
+        found = event.get("object")
+        if found != self.api and found in (_CHAT, _COMPLETION):
+            self._of(_CHAT if found == _CHAT else _COMPLETION)
         for choice in choices:
             if not isinstance(choice, Mapping):
                 raise malformed(f"a choice must be an object, got {type(choice).__name__}")
             if choice.get("index", 0) != 0:
                 raise malformed(f"choice {quote(choice.get('index'))}: only one choice (n=1) can be converted")
-            if api == _COMPLETION:  # a legacy completion: its text is what chat's delta.content would be
-                delta: Any = {"content": _text_field(choice, "text", "choice")}
-            else:
-                delta = choice.get("delta") or {}
+            delta = choice.get("delta")
+            if delta is not None:
+                if self.api != _CHAT:
+                    self._of(_CHAT)
+            elif choice.get("text") is not None:  # a legacy completion: its text is what chat's content would be
+                if self.api != _COMPLETION:
+                    self._of(_COMPLETION)
+                delta = {"content": _text_field(choice, "text", "choice")}
+            delta = delta or {}
             if not isinstance(delta, Mapping):
                 raise malformed(f"'delta' must be an object, got {type(delta).__name__}")
             reasoning = _text_field(delta, "reasoning_content") or _text_field(delta, "reasoning")
@@ -220,6 +204,13 @@ class OpenAIConverter:
                 raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
             self.usage = openai_usage(usage)
         return self.queue.take()
+
+    def _of(self, api: str) -> None:
+        """A chunk (or a choice) of ``api`` came (:data:`_CHAT` or :data:`_COMPLETION`, told by its ``object``, or by
+        a choice's ``delta`` or ``text``): the stream's API, unless another's came first (``MALFORMED_RESPONSE``)."""
+        if self.api is not None:
+            raise malformed(f"a {api} chunk in a stream of {self.api} chunks: one stream holds one API's chunks")
+        self.api = api
 
     def _text(self, kind: str, text: str) -> None:
         queue = self.queue

@@ -230,11 +230,14 @@ COMPLETION = openai_stream(["Hi"])[0]
             [chat_chunk(content="Hi"), {"choices": [{"index": 0, "text": "Hi"}]}],
             "a text_completion chunk in a stream of chat.completion.chunk chunks",
         ),
-        (
+        (  # a chunk that is both
             [{**COMPLETION, "choices": [{"index": 0, "delta": {"content": "Hi"}}]}],
-            "a chunk mixes a text_completion and a chat.completion.chunk",
+            "a chat.completion.chunk chunk in a stream of text_completion chunks",
         ),
-        ([{**chat_chunk(), "choices": [{"index": 0, "text": "Hi"}]}], "a chunk mixes a chat.completion.chunk and a"),
+        (  # a chunk that is both
+            [{**chat_chunk(), "choices": [{"index": 0, "text": "Hi"}]}],
+            "a text_completion chunk in a stream of chat.completion.chunk chunks",
+        ),
         ([{**COMPLETION, "choices": [{"index": 0, "text": 7}]}], "choice.text must be a string, got int"),
     ],
 )

@@ -4,7 +4,7 @@ It prints ``StreamResult.to_wire(interrupted=True)``: the blocks, usage and fini
 left open as far as they came (``[]`` when none were). The body is llama.cpp's ``llama-server`` chat stream
 (``tools/server/server-task.cpp``: a role delta, a tool call's name then its arguments in pieces, ``finish_reason``
 ``length`` when ``max_tokens`` ran out, the usage chunk of ``include_usage``), cut by ``max_tokens`` inside a call's
-arguments, as the issue recorded it.
+arguments (``tests/fixtures/inference-servers/llama-server-cut-call.sse``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 import streamfsm as sf
 
 from ..cli_support import reports, run
+from ..data import INFERENCE_SERVERS
 from ..sse_server import openai_events
 
 CALL_ID = "Kf3pXq0Lm9Zt2Wv8Rb6Yc1Nd5Hs7Ga4E"  # llama-server's ids are 32 random letters and digits
@@ -43,9 +44,15 @@ def cut_call_body(arguments: list[str], reason: str = "length") -> bytes:
     return b"".join(f"{event}\n\n".encode() for event in openai_events(chunks))
 
 
-def test_assemble_prints_the_call_max_tokens_cut(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = tmp_path / "cut-call.sse"
-    path.write_bytes(cut_call_body(ARGUMENTS))
+CUT_CALL = INFERENCE_SERVERS / "llama-server-cut-call.sse"
+
+
+def test_the_recording_is_what_the_builder_writes() -> None:
+    assert CUT_CALL.read_bytes() == cut_call_body(ARGUMENTS)
+
+
+def test_assemble_prints_the_call_max_tokens_cut(capsys: pytest.CaptureFixture[str]) -> None:
+    path = CUT_CALL
     status, out, _ = run(capsys, "check", "--json", str(path))
     (report,) = reports(out)
     assert (status, report["finish"], report["interrupted"]) == (0, {"kind": "max-tokens"}, ["tool-call"])

@@ -16,6 +16,7 @@ import pytest
 import streamfsm as sf
 
 from ..cli_support import jsonl, reports, run
+from ..data import INFERENCE_SERVERS
 from ..providers.test_openai_completions import PIECES, SERVERS, TEXT, chat_chunk
 from ..sse_server import openai_events
 
@@ -42,13 +43,21 @@ def test_a_completions_recording_is_read_as_its_text(tmp_path: Path, server_name
     assert result.to_wire()["blocks"] == [{"type": "text", "text": TEXT}]
 
 
-def test_check_and_assemble_say_what_the_body_holds(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """The issue's case: llama-server's completions body cut by max_tokens, 6 tokens in and 11 out."""
-    path = tmp_path / "llama-server-completions.sse"
-    path.write_bytes(sse_body(SERVERS["llama-server"](PIECES)))
+def test_the_recordings_are_what_the_builders_write() -> None:
+    for name, server_name in [("llama-server-completions.sse", "llama-server"), ("vllm-completions.sse", "vllm")]:
+        assert (INFERENCE_SERVERS / name).read_bytes() == sse_body(SERVERS[server_name](PIECES)), name
+
+
+@pytest.mark.parametrize(
+    ("name", "finish"), [("llama-server-completions.sse", "max-tokens"), ("vllm-completions.sse", "stop")]
+)
+def test_check_and_assemble_say_what_the_body_holds(capsys: pytest.CaptureFixture[str], name: str, finish: str) -> None:
+    """The issue's case: a completions body of 11 tokens for a prompt of 6, cut by max_tokens (llama-server) or
+    stopped (vLLM)."""
+    path = INFERENCE_SERVERS / name
     status, out, _ = run(capsys, "check", str(path))
     assert status == 0
-    assert out.startswith(f"{path}: ok; 1 block (text); no tool calls; usage 6 in / 11 out; finish max-tokens\n")
+    assert out.startswith(f"{path}: ok; 1 block (text); no tool calls; usage 6 in / 11 out; finish {finish}\n")
     status, out, _ = run(capsys, "check", "--json", str(path))
     (report,) = reports(out)
     assert (report["ok"], report["format"], report["blocks"]) == (True, "openai-sse", ["text"])

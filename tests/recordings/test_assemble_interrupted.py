@@ -19,7 +19,7 @@ import streamfsm as sf
 
 from ..cli_support import reports, run
 from ..data import INFERENCE_SERVERS
-from ..sse_server import openai_events
+from ..sse_server import openai_body
 
 CALL_ID = "Kf3pXq0Lm9Zt2Wv8Rb6Yc1Nd5Hs7Ga4E"  # llama-server's ids are 32 random letters and digits
 ARGUMENTS = ['{"', "location", '":', ' "', "Par"]
@@ -41,7 +41,7 @@ def cut_call_body(arguments: list[str], reason: str = "length") -> bytes:
         delta({}, reason),
         {"choices": [], **base, "usage": {"completion_tokens": 16, "prompt_tokens": 40, "total_tokens": 56}},
     ]
-    return b"".join(f"{event}\n\n".encode() for event in openai_events(chunks))
+    return openai_body(chunks)
 
 
 CUT_CALL = INFERENCE_SERVERS / "llama-server-cut-call.sse"

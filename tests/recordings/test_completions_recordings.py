@@ -8,7 +8,6 @@ documented formats (``tests/providers/test_openai_completions.py`` says where ea
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -18,12 +17,7 @@ import streamfsm as sf
 from ..cli_support import jsonl, reports, run
 from ..data import INFERENCE_SERVERS
 from ..providers.test_openai_completions import PIECES, SERVERS, TEXT, chat_chunk
-from ..sse_server import openai_events
-
-
-def sse_body(chunks: list[dict[str, Any]], *, done: bool = True) -> bytes:
-    """The SSE body a server sends for ``chunks``: each a ``data:`` event, then ``data: [DONE]``."""
-    return b"".join(f"{event}\n\n".encode() for event in openai_events(chunks, done=done))
+from ..sse_server import openai_body
 
 
 @pytest.fixture(params=sorted(SERVERS))
@@ -35,7 +29,7 @@ def server_name(request: pytest.FixtureRequest) -> str:
 def test_a_completions_recording_is_read_as_its_text(tmp_path: Path, server_name: str, form: str) -> None:
     chunks = SERVERS[server_name](PIECES)
     path = tmp_path / f"completions.{form}"
-    path.write_bytes(sse_body(chunks) if form == "sse" else jsonl(chunks))
+    path.write_bytes(openai_body(chunks) if form == "sse" else jsonl(chunks))
     assert sf.detect_format(path) == "openai-sse"
     (stream,) = sf.read_recordings(path)
     result = sf.assemble(stream)
@@ -45,7 +39,7 @@ def test_a_completions_recording_is_read_as_its_text(tmp_path: Path, server_name
 
 def test_the_recordings_are_what_the_builders_write() -> None:
     for name, server_name in [("llama-server-completions.sse", "llama-server"), ("vllm-completions.sse", "vllm")]:
-        assert (INFERENCE_SERVERS / name).read_bytes() == sse_body(SERVERS[server_name](PIECES)), name
+        assert (INFERENCE_SERVERS / name).read_bytes() == openai_body(SERVERS[server_name](PIECES)), name
 
 
 @pytest.mark.parametrize(
@@ -71,7 +65,7 @@ def test_a_body_that_mixes_the_two_apis_is_malformed_at_its_line(
 ) -> None:
     chunks = [chat_chunk(role="assistant", content="Hello"), *SERVERS["openai"](PIECES)]
     path = tmp_path / "mixed.sse"
-    path.write_bytes(sse_body(chunks))
+    path.write_bytes(openai_body(chunks))
     status, out, _ = run(capsys, "check", "--json", str(path))
     (report,) = reports(out)
     assert (status, report["code"], report["line"]) == (1, "MALFORMED_RESPONSE", 3)

@@ -21,13 +21,9 @@ import streamfsm as sf
 from ..cli_support import reports, run
 from ..data import PROVIDER_STREAMS, SESSIONS
 from ..providers.test_openai_completions import PIECES, llama_server_stream, vllm_stream
-from ..sse_server import openai_events
+from ..sse_server import openai_body
 
 ANTHROPIC = PROVIDER_STREAMS / "anthropic-messages" / "basic_response.sse"
-
-
-def sse_body(chunks: list[dict[str, Any]], *, done: bool = True) -> bytes:
-    return b"".join(f"{event}\n\n".encode() for event in openai_events(chunks, done=done))
 
 
 def llama_server_chat(*, finish: bool) -> list[dict[str, Any]]:
@@ -48,7 +44,7 @@ def llama_server_chat(*, finish: bool) -> list[dict[str, Any]]:
 def vllm_failed() -> bytes:
     """vLLM's completions stream failing mid-way: ``create_streaming_error_response``, then ``[DONE]``."""
     error = {"error": {"message": "the engine died", "type": "InternalServerError", "param": None, "code": 500}}
-    return sse_body([*vllm_stream(PIECES)[:3], error])
+    return openai_body([*vllm_stream(PIECES)[:3], error])
 
 
 def anthropic_without_stop() -> bytes:
@@ -59,9 +55,9 @@ def anthropic_without_stop() -> bytes:
 CLOSED, SERVER = sf.ErrorCode.STREAM_CLOSED, sf.ErrorCode.SERVER
 #: A body as a fault leaves it, and the code every consumer gives it.
 FAULTS: dict[str, tuple[Callable[[], bytes], sf.ErrorCode]] = {
-    "chat cut before its finish": (lambda: sse_body(llama_server_chat(finish=False), done=False), CLOSED),
-    "chat finished, cut before [DONE]": (lambda: sse_body(llama_server_chat(finish=True), done=False), CLOSED),
-    "completions cut mid-text": (lambda: sse_body(llama_server_stream(PIECES)[:5], done=False), CLOSED),
+    "chat cut before its finish": (lambda: openai_body(llama_server_chat(finish=False), done=False), CLOSED),
+    "chat finished, cut before [DONE]": (lambda: openai_body(llama_server_chat(finish=True), done=False), CLOSED),
+    "completions cut mid-text": (lambda: openai_body(llama_server_stream(PIECES)[:5], done=False), CLOSED),
     "completions failed by the server": (vllm_failed, SERVER),
     "messages cut before message_stop": (anthropic_without_stop, CLOSED),
 }

@@ -1,7 +1,7 @@
 """A recorded legacy completions stream (``/v1/completions``) read as what it is: its text, with its finish and usage.
 
-A ``text_completion`` body was read as chat chunks with no delta: ``streamfsm check`` said ``ok; 0 blocks`` for a
-body of text, under STRICT. The bodies here are llama.cpp's ``llama-server``, vLLM's and OpenAI's, written from their
+Read as chat chunks, a ``text_completion`` body has no delta, and would pass under STRICT as ``ok; 0 blocks`` with
+its text dropped. The bodies here are llama.cpp's ``llama-server``, vLLM's and OpenAI's, written from their
 documented formats (``tests/providers/test_openai_completions.py`` says where each comes from).
 """
 

@@ -175,7 +175,7 @@ def _assemble(args: argparse.Namespace) -> int:
             sys.stderr.write(format_report(stream, style, terminal_width(sys.stderr)) + "\n")
             status = EXIT_INVALID
         else:
-            _say(json_text(result.to_wire(), indent=not args.compact))
+            _say(json_text(result.to_wire(interrupted=True), indent=not args.compact))
             if stream.kept:  # said on standard error: standard output stays JSON
                 from ._providers.replay import describe_kept
 
@@ -321,8 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     assemble = commands.add_parser(
         "assemble",
         help="print the assembled result of a recording as JSON",
-        description="Print each stream of a recording, assembled, as JSON (StreamResult.to_wire()); "
-        "invalid streams are reported on standard error.",
+        description="Print each stream of a recording, assembled, as JSON (StreamResult.to_wire(interrupted=True): "
+        "blocks, usage, finish, and the blocks a cut-off finish left open); invalid streams are reported on "
+        "standard error.",
     )
     assemble.add_argument(
         "path", metavar="PATH", help="a recording (a file, .gz or .zst too, or a URL), or '-' for standard input"

@@ -384,16 +384,26 @@ class StreamResult(WireModel):
         """
         return kept_blocks(self.replay_state)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self, *, interrupted: bool = False) -> dict[str, Any]:
         """``{"blocks": [...], "usage": {...} | None, "finish": {...}}`` in camelCase (SPEC §5).
 
-        ``interrupted`` and ``replay_state`` are attributes of the result, not part of this dict.
+        ``interrupted`` and ``replay_state`` are attributes of the result, not part of this dict; with
+        ``interrupted=True`` (what ``streamfsm assemble`` prints) it ends with ``"interrupted": [...]`` too: the
+        blocks a cut-off finish left open, as far as they came, in the form of ``blocks`` (``[]`` when none were).
         """
-        return {
-            "blocks": [copy_json(b) if isinstance(b, dict) else b.to_wire() for b in self.blocks],
+        wire = {
+            "blocks": _wire_blocks(self.blocks),
             "usage": self.usage.to_wire() if self.usage is not None else None,
             "finish": self.finish.to_wire(),
         }
+        if interrupted:
+            wire["interrupted"] = _wire_blocks(self.interrupted)
+        return wire
+
+
+def _wire_blocks(blocks: list[Block | dict[str, Any]]) -> list[dict[str, Any]]:
+    """Blocks in the form of a ``block-end``'s ``block`` (a block of a type the protocol does not know, as it came)."""
+    return [copy_json(b) if isinstance(b, dict) else b.to_wire() for b in blocks]
 
 
 class OpenBlock(WireModel):

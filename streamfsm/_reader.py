@@ -15,12 +15,12 @@ One rule for every format and entry point (``read_recordings``, ``read_session``
 Formats (:data:`~._recordings.FORMATS`): ``jsonl`` (one chunk a line), ``harness-session`` (a DeepSeek Harness session
 log, SPEC §6: ``assistant/chunk`` event lines and packed ``*-chunks`` storage rows, one stream per
 ``finish``), and one format per wire API, each a provider's SSE body or its events as JSON lines (one event a
-line), converted by the wire API's converter (:data:`~._recordings.PROVIDER_FORMATS`): ``openai-sse`` (chat completions,
-``sf.from_openai_chunks``), ``anthropic-sse`` (Messages, ``sf.from_anthropic_events``), ``openai-responses``
-(``sf.from_openai_responses_events``), ``gemini`` (``sf.from_gemini_chunks``), ``bedrock``
-(``sf.from_bedrock_events``: the events boto3's ``converse_stream`` yields, as JSON lines) and ``cohere``
-(``sf.from_cohere_events``). ``auto`` tells them apart by the first lines. An SSE body is parsed by the
-adapters' own parser (``_providers/sse.py``), each event knowing the line it starts at.
+line), converted by the wire API's converter (:data:`~._recordings.PROVIDER_FORMATS`): ``openai-sse`` (chat
+completions and the legacy completions API, ``sf.from_openai_chunks``), ``anthropic-sse`` (Messages,
+``sf.from_anthropic_events``), ``openai-responses`` (``sf.from_openai_responses_events``), ``gemini``
+(``sf.from_gemini_chunks``), ``bedrock`` (``sf.from_bedrock_events``: the events boto3's ``converse_stream``
+yields, as JSON lines) and ``cohere`` (``sf.from_cohere_events``). ``auto`` tells them apart by the first lines.
+An SSE body is parsed by the adapters' own parser (``_providers/sse.py``), each event knowing the line it starts at.
 """
 
 from __future__ import annotations

@@ -109,6 +109,9 @@ _GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptF
 _BEDROCK_EVENTS: Final = frozenset(
     {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
 )
+#: The ``object`` of a chunk of the OpenAI-compatible APIs one converter reads (``openai-sse``): chat completions, and
+#: the legacy completions API (``/v1/completions``).
+_OPENAI_OBJECTS: Final = ("chat.completion.chunk", "text_completion")
 #: How many lines ``auto`` reads ahead into an SSE body to find an event that names its provider.
 _SNIFF_LINES: Final = 10_000
 #: How much of a line a report echoes at most (what ``check`` shows of the line a bad chunk came from).
@@ -129,6 +132,11 @@ class RecordedStream:
     error the reading or the provider conversion raised after these chunks (``failure_line``,
     ``failure_text``: where, and the provider event it raised at). A provider recording holds one stream per
     turn (``more``: another turn follows).
+
+    Iterating the stream itself gives its chunks and then raises its ``failure``, if it has one: give the stream
+    (not ``stream.chunks``) to :func:`streamfsm.assemble` or :func:`streamfsm.validate`, and they report what
+    ``streamfsm check`` reports (a body cut before its end marker is ``STREAM_CLOSED``, not the machine's
+    ``STREAM_TRUNCATED``). ``stream.where(err)`` says where any of their errors came from.
     """
 
     path: str
@@ -152,16 +160,34 @@ class RecordedStream:
         last = self.chunks[-1] if self.chunks else None
         return isinstance(last, dict) and last.get("type") == "finish"
 
+    def __iter__(self) -> Iterator[Any]:
+        """The stream's chunks, then its ``failure`` raised (when the reader or the converter failed it)."""
+        yield from self.chunks
+        if self.failure is not None:
+            raise self.failure
+
     def member(self, i: int) -> str | None:
         """For chunk ``i`` of a session log that a packed row stood for: ``member 12 of the text-chunks row``."""
         k = self.members[i] if self.members is not None and 0 <= i < len(self.members) else 0
         return _member(self.chunks[i], k)
 
-    def where(self, i: int) -> str:
-        """Where chunk ``i`` came from: ``path:line``, with its member of a packed row when it was one."""
-        line = self.lines[i] if 0 <= i < len(self.lines) else None
+    def where(self, at: int | LlmError) -> str:
+        """Where chunk ``at`` came from: ``path:line``, with its member of a packed row when it was one.
+
+        ``at`` may be an error met reading the stream, as ``streamfsm check`` places it: the stream's own
+        ``failure`` at its ``failure_line``, an error of the machine at the chunk it names (its ``chunk_index``; a
+        ``STREAM_TRUNCATED`` at the last chunk received); ``path`` where neither says.
+        """
+        if isinstance(at, LlmError):
+            if at is self.failure:
+                line = self.failure_line
+                return self.path if line is None else f"{self.path}:{line}"
+            if at.chunk_index is None:
+                return self.path
+            at = min(at.chunk_index, len(self.chunks) - 1)
+        line = self.lines[at] if 0 <= at < len(self.lines) else None
         text = self.path if line is None else f"{self.path}:{line}"
-        member = self.member(i)
+        member = self.member(at) if 0 <= at < len(self.chunks) else None
         return text if member is None else f"{text} ({member})"
 
 
@@ -457,7 +483,7 @@ def _provider_of(event: dict[str, Any]) -> str | None:
             return "openai-responses"
         if kind in _COHERE_EVENTS:
             return "cohere"
-    if event.get("object") == "chat.completion.chunk" or "choices" in event:
+    if event.get("object") in _OPENAI_OBJECTS or "choices" in event:
         return "openai-sse"
     if kind is None:
         if any(key in event for key in _GEMINI_FIELDS):
@@ -500,15 +526,15 @@ def detect_format(source: RecordingSource) -> str:
 
     A first line that is a JSON object: a session log's line (its ``session`` header, a packed row, or an
     event with an ``x/y`` type, ``seq`` and ``data``) is ``harness-session``; a provider's event (as JSON
-    lines) is its wire API's format: a ``chat.completion.chunk`` (or an object with ``choices``) ``openai-sse``,
-    a Messages API event (``message_start``, ...) ``anthropic-sse``, an event whose ``type`` starts with
-    ``response.`` ``openai-responses``, a Cohere v2 event (``message-start``, ``content-delta``, ...)
-    ``cohere``, an object without ``type`` holding ``candidates``, ``usageMetadata``, ``modelVersion``,
-    ``promptFeedback`` or ``responseId`` ``gemini``, an object of one key naming a ConverseStream event
-    (``messageStart``, ``contentBlockDelta``, ``metadata``, ``...Exception``) ``bedrock``; anything else
-    ``jsonl``. A first line that is an SSE field is a provider body, whose events (their ``event`` names or
-    their data, told as above) say which provider. Anything else (an empty file, a line that is not JSON) is
-    ``jsonl``, where the machine reports it.
+    lines) is its wire API's format: a ``chat.completion.chunk`` or a legacy completion's ``text_completion`` chunk
+    (or any object with ``choices``) ``openai-sse``, a Messages API event (``message_start``, ...)
+    ``anthropic-sse``, an event whose ``type`` starts with ``response.`` ``openai-responses``, a Cohere v2
+    event (``message-start``, ``content-delta``, ...) ``cohere``, an object without ``type`` holding
+    ``candidates``, ``usageMetadata``, ``modelVersion``, ``promptFeedback`` or ``responseId`` ``gemini``, an
+    object of one key naming a ConverseStream event (``messageStart``, ``contentBlockDelta``, ``metadata``,
+    ``...Exception``) ``bedrock``; anything else ``jsonl``. A first line that is an SSE field is a provider
+    body, whose events (their ``event`` names or their data, told as above) say which provider. Anything else
+    (an empty file, a line that is not JSON) is ``jsonl``, where the machine reports it.
     """
     return detect(Lines(raw_lines(source)))
 

@@ -12,6 +12,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SESSIONS = FIXTURES / "harness-sessions"
 PROVIDER_STREAMS = FIXTURES / "provider-streams"
 MORE_PROVIDER_STREAMS = FIXTURES / "more-provider-streams"
+INFERENCE_SERVERS = FIXTURES / "inference-servers"
 
 #: The example stream of the seed articles (the Chinese article's text; the others differ only in words).
 SEED_CHUNKS: list[dict[str, Any]] = [

@@ -45,7 +45,18 @@ from typing import Any, Literal
 
 import orjson
 
-__all__ = ["SSE", "Raw", "Recorded", "Reply", "SSEServer", "anthropic_events", "chunked", "head", "openai_events"]
+__all__ = [
+    "SSE",
+    "Raw",
+    "Recorded",
+    "Reply",
+    "SSEServer",
+    "anthropic_events",
+    "chunked",
+    "head",
+    "openai_body",
+    "openai_events",
+]
 
 
 @dataclass
@@ -110,6 +121,11 @@ def openai_events(chunks: Iterable[Mapping[str, Any]], *, done: bool = True) -> 
     """``data:`` events of chat.completion.chunk objects, then ``data: [DONE]`` unless ``done=False``."""
     events = [f"data: {orjson.dumps(chunk).decode()}" for chunk in chunks]
     return [*events, "data: [DONE]"] if done else events
+
+
+def openai_body(chunks: Iterable[Mapping[str, Any]], *, done: bool = True) -> bytes:
+    """The SSE body of :func:`openai_events`, as a server sends it and a recording holds it."""
+    return b"".join(f"{event}\n\n".encode() for event in openai_events(chunks, done=done))
 
 
 def chat_delta(**fields: Any) -> dict[str, Any]:

@@ -11,8 +11,9 @@ Every wire API has the same files, named for the API: ``<api>.py``, its sans-IO 
 ``from_<api>_<events>`` function and the usage reader), and ``<api>_adapter.py``, its HTTP adapter, where it has one
 (it imports the converter; the converter knows nothing of HTTP):
 
-- ``openai_chat.py`` + ``openai_chat_adapter.py``: OpenAI-compatible chat completions (``chat.completion.chunk``):
-  :class:`OpenAIConverter`, :func:`from_openai_chunks`; :class:`OpenAICompatibleAdapter`.
+- ``openai_chat.py`` + ``openai_chat_adapter.py``: OpenAI-compatible chat completions (``chat.completion.chunk``,
+  and the legacy completions API's ``text_completion`` chunks): :class:`OpenAIConverter`,
+  :func:`from_openai_chunks`; :class:`OpenAICompatibleAdapter`.
 - ``anthropic_messages.py`` + ``anthropic_messages_adapter.py``: the Anthropic Messages API:
   :class:`AnthropicConverter`, :func:`from_anthropic_events`; :class:`AnthropicAdapter`.
 - ``openai_responses.py`` + ``openai_responses_adapter.py``: the OpenAI Responses API:

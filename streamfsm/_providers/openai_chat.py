@@ -1,14 +1,14 @@
 """OpenAI-compatible chat completions (DeepSeek, OpenAI, xAI, Groq, vLLM, Ollama, ...) to the block protocol.
 
-:class:`OpenAIConverter` is sans-IO (fed ``chat.completion.chunk`` objects); :func:`from_openai_chunks` wraps
-it around any iterable of chunks, dicts or the ``openai`` SDK's objects; :class:`OpenAICompatibleAdapter`
-speaks HTTP (the ``http`` extra).
+:class:`OpenAIConverter` is sans-IO (fed ``chat.completion.chunk`` objects, or the ``text_completion`` chunks of
+the legacy completions API, ``/v1/completions``); :func:`from_openai_chunks` wraps it around any iterable of
+chunks, dicts or the ``openai`` SDK's objects; :class:`OpenAICompatibleAdapter` speaks HTTP (the ``http`` extra).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from .._config import Limits
 from .._quote import quote
@@ -26,6 +26,11 @@ _FINISH: dict[str, WireFinishReason] = {
     "tool_calls": {"kind": "tool-calls"},
     "length": {"kind": "max-tokens"},
 }
+
+#: The ``object`` of a chunk of each API the converter reads: chat completions, and the legacy completions API
+#: (``/v1/completions``, whose choices carry a ``text`` where chat's carry a ``delta``).
+_CHAT: Final = "chat.completion.chunk"
+_COMPLETION: Final = "text_completion"
 
 
 def openai_usage(usage: Mapping[str, Any]) -> WireUsage:
@@ -57,12 +62,12 @@ def _shown(value: object) -> str:
     return quote(value.get("type")) if isinstance(value, Mapping) else type(value).__name__
 
 
-def _text_field(delta: Mapping[str, Any], key: str) -> str:
+def _text_field(delta: Mapping[str, Any], key: str, where: str = "delta") -> str:
     value = delta.get(key)
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise malformed(f"delta.{key} must be a string, got {type(value).__name__}")
+        raise malformed(f"{where}.{key} must be a string, got {type(value).__name__}")
     return value
 
 
@@ -72,14 +77,21 @@ def _new_id(found: object, known: str | None) -> bool:
 
 
 def _opens(event: Mapping[str, Any]) -> bool:
-    """Whether a chunk carries a choice with a delta, as the first chunk of a response does (a chunk of usage
-    alone, or the empty delta of a finish, does not)."""
+    """Whether a chunk carries a choice with a delta (or a completion's text), as the first chunk of a response
+    does (a chunk of usage alone, or the empty delta of a finish, does not)."""
     choices = event.get("choices")
-    return isinstance(choices, list) and any(isinstance(c, Mapping) and bool(c.get("delta")) for c in choices)
+    return isinstance(choices, list) and any(
+        isinstance(c, Mapping) and bool(c.get("delta") or c.get("text")) for c in choices
+    )
 
 
 class OpenAIConverter:
     """Turns ``chat.completion.chunk`` objects (as dicts) into block-protocol chunks.
+
+    It reads the legacy completions API's ``text_completion`` chunks too (``/v1/completions``, as llama.cpp, vLLM,
+    SGLang and Ollama serve it): a choice's ``text`` is a text block, its ``finish_reason`` and the ``usage`` read as
+    chat's. A chunk's ``object`` (else its choices' form: a ``delta``, or a ``text``) tells which API it is of; a
+    stream whose chunks are of both is ``MALFORMED_RESPONSE``.
 
     ``reasoning_content`` (DeepSeek; ``reasoning`` on some servers) becomes a reasoning block, ``content`` (and a
     ``refusal``) a text block, ``tool_calls`` by index tool-call blocks. ``content`` may also be a list of parts
@@ -103,6 +115,7 @@ class OpenAIConverter:
         self.model: str | None = None
         self.response_id: str | None = None  # the first chunk's id
         self.last_id: str | None = None  # the id of the last chunk that had one
+        self.api: str | None = None  # _CHAT or _COMPLETION, once a chunk told which
         self.failed = False  # an error chunk ended it
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
@@ -141,12 +154,23 @@ class OpenAIConverter:
             choices = ()
         elif not isinstance(choices, list):
             raise malformed(f"'choices' must be a list, got {type(choices).__name__}")
+        found = event.get("object")
+        if found != self.api and found in (_CHAT, _COMPLETION):
+            self._of(_CHAT if found == _CHAT else _COMPLETION)
         for choice in choices:
             if not isinstance(choice, Mapping):
                 raise malformed(f"a choice must be an object, got {type(choice).__name__}")
             if choice.get("index", 0) != 0:
                 raise malformed(f"choice {quote(choice.get('index'))}: only one choice (n=1) can be converted")
-            delta = choice.get("delta") or {}
+            delta = choice.get("delta")
+            if delta is not None:
+                if self.api != _CHAT:
+                    self._of(_CHAT)
+            elif choice.get("text") is not None:  # a legacy completion: its text is what chat's content would be
+                if self.api != _COMPLETION:
+                    self._of(_COMPLETION)
+                delta = {"content": _text_field(choice, "text", "choice")}
+            delta = delta or {}
             if not isinstance(delta, Mapping):
                 raise malformed(f"'delta' must be an object, got {type(delta).__name__}")
             reasoning = _text_field(delta, "reasoning_content") or _text_field(delta, "reasoning")
@@ -180,6 +204,13 @@ class OpenAIConverter:
                 raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
             self.usage = openai_usage(usage)
         return self.queue.take()
+
+    def _of(self, api: str) -> None:
+        """A chunk (or a choice) of ``api`` came (:data:`_CHAT` or :data:`_COMPLETION`, told by its ``object``, or by
+        a choice's ``delta`` or ``text``): the stream's API, unless another's came first (``MALFORMED_RESPONSE``)."""
+        if self.api is not None:
+            raise malformed(f"a {api} chunk in a stream of {self.api} chunks: one stream holds one API's chunks")
+        self.api = api
 
     def _text(self, kind: str, text: str) -> None:
         queue = self.queue
@@ -281,7 +312,8 @@ class OpenAIConverter:
 def from_openai_chunks(
     chunks: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
-    """Convert a stream of OpenAI ``chat.completion.chunk`` objects (dicts or SDK objects, sync or async).
+    """Convert a stream of OpenAI ``chat.completion.chunk`` objects (dicts or SDK objects, sync or async), or of
+    the legacy completions API's ``text_completion`` chunks (the SDK's ``Completion``): one API's, not both.
 
     The block-protocol chunks come out as the input goes in; ``usage`` and ``finish`` when the input ends.
     Send the output through :func:`streamfsm.validate` / :func:`streamfsm.avalidate` to check and assemble it.

@@ -532,7 +532,7 @@ def test_a_format_given(capsys: pytest.CaptureFixture[str]) -> None:
 def test_assemble_prints_to_wire(capsys: pytest.CaptureFixture[str], good: Path, bad: Path) -> None:
     status, out, _ = run(capsys, "assemble", str(good))
     assert status == 0
-    assert orjson.loads(out) == sf.assemble(SEED_CHUNKS).to_wire()
+    assert orjson.loads(out) == sf.assemble(SEED_CHUNKS).to_wire(interrupted=True)
     assert out.startswith("{\n  ")
     status, out, err = run(capsys, "assemble", "--compact", str(bad))
     assert (status, out) == (1, "")
@@ -542,7 +542,7 @@ def test_assemble_prints_to_wire(capsys: pytest.CaptureFixture[str], good: Path,
 def test_assemble_a_session_log(capsys: pytest.CaptureFixture[str]) -> None:
     path = SESSIONS / "acp-agent--snapshots--bash-tool-turn.jsonl"
     streams = list(sf.read_session(path))
-    expected = [sf.assemble(s.chunks, policy="harness").to_wire() for s in streams]
+    expected = [sf.assemble(s.chunks, policy="harness").to_wire(interrupted=True) for s in streams]
     status, out, _ = run(capsys, "assemble", "--compact", "--policy", "harness", str(path))
     assert status == 0
     assert reports(out) == expected
@@ -556,7 +556,7 @@ def test_assemble_a_provider_recording(capsys: pytest.CaptureFixture[str]) -> No
     events = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
     status, out, _ = run(capsys, "assemble", str(path))
     assert status == 0
-    assert orjson.loads(out) == sf.assemble(sf.from_openai_chunks(events)).to_wire()
+    assert orjson.loads(out) == sf.assemble(sf.from_openai_chunks(events)).to_wire(interrupted=True)
 
 
 @pytest.mark.parametrize("policy", [None, "strict", "harness"])
@@ -819,6 +819,7 @@ def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
         "streamfsm check broken.jsonl",
         "streamfsm check --json broken.jsonl",
         "streamfsm check --policy harness tests/fixtures/harness-sessions",
+        "streamfsm assemble --compact tests/fixtures/inference-servers/llama-server-cut-call.sse",
     }
     broken = copy.deepcopy(SEED_CHUNKS)
     (tmp_path / "broken.jsonl").write_bytes(
@@ -826,11 +827,11 @@ def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     )
     for cmd, shown in examples:
         argv = cmd.split()[1:]
-        cwd = ROOT if "tests/fixtures/harness-sessions" in argv else tmp_path
+        cwd = ROOT if "tests/fixtures/" in cmd else tmp_path
         done = subprocess.run(
             [sys.executable, "-m", "streamfsm._cli", *argv], capture_output=True, text=True, cwd=cwd, timeout=120
         )
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == (0 if argv[0] == "assemble" else 1), done.stderr
         assert re.fullmatch(shown_as_pattern(shown), done.stdout), (cmd, done.stdout[-2000:])
 
 
@@ -1213,7 +1214,7 @@ def test_assemble_says_what_was_kept_on_standard_error(capsys: pytest.CaptureFix
     result = library_report(path)
     status, out, err = run(capsys, "assemble", "--compact", str(path))
     assert status == 0
-    assert orjson.loads(out) == result.to_wire()  # standard output stays the JSON
+    assert orjson.loads(out) == result.to_wire(interrupted=True)  # standard output stays the JSON
     assert err == f"{path}: 4 provider blocks kept for replay: server_tool_use (2), advisor_tool_result (2)\n"
     assert err.split(": ", 1)[1].rstrip("\n") == sf.describe_kept(result.kept)
 

@@ -183,7 +183,7 @@ def test_assemble_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "assemble", "--compact", str(path))
     assert status == 0
     printed = [orjson.loads(line) for line in out.splitlines()]
-    assert printed == [r.to_wire() for r in (sf.assemble(s.chunks) for s in sf.read_recordings(path))]
+    assert printed == [r.to_wire(interrupted=True) for r in (sf.assemble(s.chunks) for s in sf.read_recordings(path))]
     status, out, _ = run(capsys, "assemble", "--compact", "--stream", "1", str(path))
     assert (status, [orjson.loads(line) for line in out.splitlines()]) == (0, printed[1:])
 

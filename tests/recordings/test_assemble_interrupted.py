@@ -70,7 +70,8 @@ def test_assemble_prints_the_call_max_tokens_cut(capsys: pytest.CaptureFixture[s
     (stream,) = sf.read_recordings(path)
     result = sf.assemble(stream)
     assert printed == result.to_wire(interrupted=True)
-    assert sf.StreamResult.model_validate(printed) == result  # what it prints reads back as the result
+    # what it prints reads back as the result (the replay state, which names the response, is not printed)
+    assert sf.StreamResult.model_validate(printed) == result.model_copy(update={"replay_state": None})
 
 
 def test_a_stream_with_nothing_cut_prints_an_empty_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -27,8 +27,10 @@ Every wire API has the same files, named for the API: ``<api>.py``, its sans-IO 
 Beside them, ``<api>_body.py`` reads the wire API's non-streamed answer (one response body, a dict or the SDK's
 object) into a :class:`~streamfsm.StreamResult`: it turns the body into the events its stream would have been
 (each block whole, in one delta) and runs them through the API's converter and the machine (``convert.answer``),
-so that a body gives what its stream gives, by the same rules. ``openai_chat_body.py``:
-:func:`from_openai_completion`.
+so that a body gives what its stream gives, by the same rules: ``openai_chat_body.py``
+(:func:`from_openai_completion`), ``anthropic_messages_body.py`` (:func:`from_anthropic_message`),
+``openai_responses_body.py`` (:func:`from_openai_response`), ``gemini_body.py`` (:func:`from_gemini_response`),
+``bedrock_body.py`` (:func:`from_bedrock_response`), ``cohere_body.py`` (:func:`from_cohere_response`).
 
 The shared pieces, each named for what it holds:
 
@@ -91,6 +93,7 @@ from __future__ import annotations
 
 from .anthropic_messages import AnthropicConverter, from_anthropic_events
 from .anthropic_messages_adapter import AnthropicAdapter
+from .anthropic_messages_body import from_anthropic_message
 from .base import HttpAdapter, HttpSettings
 from .bedrock import BedrockConverter, from_bedrock_events
 from .cohere import CohereConverter, from_cohere_events
@@ -120,6 +123,7 @@ __all__ = [
     "OpenAIResponsesConverter",
     "describe_kept",
     "from_anthropic_events",
+    "from_anthropic_message",
     "from_bedrock_events",
     "from_cohere_events",
     "from_gemini_chunks",

@@ -104,6 +104,7 @@ from .openai_chat_adapter import OpenAICompatibleAdapter
 from .openai_chat_body import from_openai_completion
 from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
 from .openai_responses_adapter import OpenAIResponsesAdapter
+from .openai_responses_body import from_openai_response
 from .replay import KeptBlock, describe_kept, kept_blocks
 from .turns import read_turns
 
@@ -129,6 +130,7 @@ __all__ = [
     "from_gemini_chunks",
     "from_openai_chunks",
     "from_openai_completion",
+    "from_openai_response",
     "from_openai_responses_events",
     "kept_blocks",
     "read_turns",

@@ -99,6 +99,7 @@ from .bedrock import BedrockConverter, from_bedrock_events
 from .cohere import CohereConverter, from_cohere_events
 from .gemini import GeminiConverter, from_gemini_chunks
 from .gemini_adapter import GeminiAdapter
+from .gemini_body import from_gemini_response
 from .openai_chat import OpenAIConverter, from_openai_chunks
 from .openai_chat_adapter import OpenAICompatibleAdapter
 from .openai_chat_body import from_openai_completion
@@ -128,6 +129,7 @@ __all__ = [
     "from_bedrock_events",
     "from_cohere_events",
     "from_gemini_chunks",
+    "from_gemini_response",
     "from_openai_chunks",
     "from_openai_completion",
     "from_openai_response",

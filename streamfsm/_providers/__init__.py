@@ -96,6 +96,7 @@ from .anthropic_messages_adapter import AnthropicAdapter
 from .anthropic_messages_body import from_anthropic_message
 from .base import HttpAdapter, HttpSettings
 from .bedrock import BedrockConverter, from_bedrock_events
+from .bedrock_body import from_bedrock_response
 from .cohere import CohereConverter, from_cohere_events
 from .gemini import GeminiConverter, from_gemini_chunks
 from .gemini_adapter import GeminiAdapter
@@ -127,6 +128,7 @@ __all__ = [
     "from_anthropic_events",
     "from_anthropic_message",
     "from_bedrock_events",
+    "from_bedrock_response",
     "from_cohere_events",
     "from_gemini_chunks",
     "from_gemini_response",

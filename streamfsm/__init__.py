@@ -99,6 +99,7 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._providers import from_bedrock_events as from_bedrock_events
     from ._providers import from_bedrock_response as from_bedrock_response
     from ._providers import from_cohere_events as from_cohere_events
+    from ._providers import from_cohere_response as from_cohere_response
     from ._providers import from_gemini_chunks as from_gemini_chunks
     from ._providers import from_gemini_response as from_gemini_response
     from ._providers import from_openai_chunks as from_openai_chunks

@@ -98,6 +98,7 @@ from .base import HttpAdapter, HttpSettings
 from .bedrock import BedrockConverter, from_bedrock_events
 from .bedrock_body import from_bedrock_response
 from .cohere import CohereConverter, from_cohere_events
+from .cohere_body import from_cohere_response
 from .gemini import GeminiConverter, from_gemini_chunks
 from .gemini_adapter import GeminiAdapter
 from .gemini_body import from_gemini_response
@@ -130,6 +131,7 @@ __all__ = [
     "from_bedrock_events",
     "from_bedrock_response",
     "from_cohere_events",
+    "from_cohere_response",
     "from_gemini_chunks",
     "from_gemini_response",
     "from_openai_chunks",

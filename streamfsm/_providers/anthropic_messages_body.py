@@ -7,15 +7,16 @@ The Messages API's stream can carry a whole turn in its ``message_start`` (progr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._config import Limits
 from .._models import StreamResult
+from .._wire import StreamChunk
 from .anthropic_messages import AnthropicConverter
-from .convert import answer, as_event, malformed
+from .convert import answer, as_event, body_chunks, malformed
 
-__all__ = ["from_anthropic_message", "message_events"]
+__all__ = ["from_anthropic_message", "message_chunks", "message_events"]
 
 
 def message_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -33,6 +34,15 @@ def message_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [{"type": "message_start", "message": body}, {"type": "message_stop"}]
 
 
+#: What messages call the body.
+WHAT = "a Messages body"
+
+
+def message_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of the Messages body ``body``: what its stream would have been converted to."""
+    return body_chunks(AnthropicConverter(), lambda: message_events(as_event(body, WHAT)), WHAT)
+
+
 def from_anthropic_message(body: Any, *, limits: Limits | None = None) -> StreamResult:
     """Read a non-streamed Messages API answer into the :class:`~streamfsm.StreamResult` its stream would assemble to.
 
@@ -47,5 +57,4 @@ def from_anthropic_message(body: Any, *, limits: Limits | None = None) -> Stream
     list, no ``stop_reason``, ...), the code a stream's ``error`` event gets for an error body, ``EMPTY_RESPONSE``
     for an ``end_turn`` with no content, and the machine's codes (``LIMIT_EXCEEDED`` past ``limits``).
     """
-    what = "a Messages body"
-    return answer(AnthropicConverter(), message_events(as_event(body, what)), what, limits)
+    return answer(message_chunks(body, limits), limits)

@@ -8,17 +8,18 @@ converted by :class:`BedrockConverter`: the result is the stream's, by the same 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
 
 from .._config import Limits
 from .._models import StreamResult
+from .._wire import StreamChunk
 from .bedrock import BedrockConverter, client_failure
-from .convert import answer, as_event, malformed
+from .convert import answer, as_event, body_chunks, malformed
 
-__all__ = ["converse_events", "from_bedrock_response"]
+__all__ = ["converse_chunks", "converse_events", "from_bedrock_response"]
 
 
 def _object(value: object, what: str) -> Mapping[str, Any]:
@@ -110,6 +111,15 @@ def converse_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return events
 
 
+#: What messages call the body.
+WHAT = "a Converse body"
+
+
+def converse_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of the converse answer ``body``: what its stream would have been converted to."""
+    return body_chunks(BedrockConverter(limits), lambda: converse_events(as_event(body, WHAT)), WHAT)
+
+
 def from_bedrock_response(body: Any, *, limits: Limits | None = None) -> StreamResult:
     """Read a non-streamed Bedrock ``converse`` answer into the :class:`~streamfsm.StreamResult` its stream would
     assemble to.
@@ -127,5 +137,4 @@ def from_bedrock_response(body: Any, *, limits: Limits | None = None) -> StreamR
     (``{"Error": {"Code": "ThrottlingException", ...}}``), ``EMPTY_RESPONSE`` for an ``end_turn`` with no content,
     and the machine's codes (``LIMIT_EXCEEDED`` past ``limits``).
     """
-    what = "a Converse body"
-    return answer(BedrockConverter(limits), converse_events(as_event(body, what)), what, limits)
+    return answer(converse_chunks(body, limits), limits)

@@ -9,15 +9,16 @@ the same rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._config import Limits
 from .._models import StreamResult
+from .._wire import StreamChunk
 from .cohere import CohereConverter
-from .convert import answer, as_event, malformed
+from .convert import answer, as_event, body_chunks, malformed
 
-__all__ = ["chat_events", "from_cohere_response"]
+__all__ = ["chat_chunks", "chat_events", "from_cohere_response"]
 
 
 def _list(message: Mapping[str, Any], key: str) -> list[Any]:
@@ -78,6 +79,15 @@ def chat_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return events
 
 
+#: What messages call the body.
+WHAT = "a v2 chat body"
+
+
+def chat_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of the v2 chat answer ``body``: what its stream would have been converted to."""
+    return body_chunks(CohereConverter(limits), lambda: chat_events(as_event(body, WHAT)), WHAT)
+
+
 def from_cohere_response(body: Any, *, limits: Limits | None = None) -> StreamResult:
     """Read a non-streamed Cohere v2 chat answer into the :class:`~streamfsm.StreamResult` its stream would
     assemble to.
@@ -93,5 +103,4 @@ def from_cohere_response(body: Any, *, limits: Limits | None = None) -> StreamRe
     ``EMPTY_RESPONSE`` for a ``COMPLETE`` with no content, and the machine's codes (``LIMIT_EXCEEDED`` past
     ``limits``).
     """
-    what = "a v2 chat body"
-    return answer(CohereConverter(limits), chat_events(as_event(body, what)), what, limits)
+    return answer(chat_chunks(body, limits), limits)

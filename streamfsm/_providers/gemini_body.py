@@ -7,14 +7,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from .._config import Limits
 from .._models import StreamResult
-from .convert import answer
+from .._wire import StreamChunk
+from .convert import answer, body_chunks
 from .gemini import GeminiConverter, gemini_event
 
-__all__ = ["from_gemini_response"]
+__all__ = ["from_gemini_response", "generate_content_chunks"]
+
+
+#: What messages call the body.
+WHAT = "a GenerateContentResponse body"
+
+
+def generate_content_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of the GenerateContentResponse ``body``: what its stream would convert to."""
+    return body_chunks(GeminiConverter(limits), lambda: [gemini_event(body)], WHAT)
 
 
 def from_gemini_response(body: Any, *, limits: Limits | None = None) -> StreamResult:
@@ -30,4 +41,4 @@ def from_gemini_response(body: Any, *, limits: Limits | None = None) -> StreamRe
     several candidates, ...), the code a stream's error chunk gets for an error body (``{"error": ...}``),
     ``EMPTY_RESPONSE`` for a ``STOP`` with no content, and the machine's codes (``LIMIT_EXCEEDED`` past ``limits``).
     """
-    return answer(GeminiConverter(limits), [gemini_event(body)], "a GenerateContentResponse body", limits)
+    return answer(generate_content_chunks(body, limits), limits)

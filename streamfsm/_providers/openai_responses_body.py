@@ -9,16 +9,17 @@ stream's, by the same rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from .._config import Limits
 from .._models import StreamResult
 from .._quote import quote
-from .convert import answer, as_event, malformed
+from .._wire import StreamChunk
+from .convert import answer, as_event, body_chunks, malformed
 from .openai_responses import OpenAIResponsesConverter
 
-__all__ = ["from_openai_response", "response_events"]
+__all__ = ["from_openai_response", "response_chunks", "response_events"]
 
 #: A response's ``status`` → the event that ends its stream (a response without a status is taken as completed).
 _TERMINAL: Final = {
@@ -50,6 +51,15 @@ def response_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return events
 
 
+#: What messages call the body.
+WHAT = "a Responses body"
+
+
+def response_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of the Responses body ``body``: what its stream would have been converted to."""
+    return body_chunks(OpenAIResponsesConverter(limits), lambda: response_events(as_event(body, WHAT)), WHAT)
+
+
 def from_openai_response(body: Any, *, limits: Limits | None = None) -> StreamResult:
     """Read a non-streamed Responses API answer into the :class:`~streamfsm.StreamResult` its stream would assemble to.
 
@@ -68,5 +78,4 @@ def from_openai_response(body: Any, *, limits: Limits | None = None) -> StreamRe
     (``{"error": ...}``) that the stream's ``response.failed`` and ``error`` events get, ``EMPTY_RESPONSE`` for a
     completed response with no content, and the machine's codes (``LIMIT_EXCEEDED`` past ``limits``).
     """
-    what = "a Responses body"
-    return answer(OpenAIResponsesConverter(limits), response_events(as_event(body, what)), what, limits)
+    return answer(response_chunks(body, limits), limits)

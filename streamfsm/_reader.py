@@ -21,6 +21,11 @@ line), converted by the wire API's converter (:data:`~._recordings.PROVIDER_FORM
 (``sf.from_bedrock_events``: the events boto3's ``converse_stream`` yields, as JSON lines) and ``cohere``
 (``sf.from_cohere_events``). ``auto`` tells them apart by the first lines. An SSE body is parsed by the
 adapters' own parser (``_providers/sse.py``), each event knowing the line it starts at.
+
+A provider format also reads the wire API's non-streamed answer: a source that is one JSON object, pretty-printed
+over several lines or on one line of its own (``_recordings.recorded_body``), is one response body, read as the one
+stream (one turn) it stands for by the wire API's body reader (``sf.from_openai_completion``, ...;
+``_providers/recorded.body_stream``), every chunk at the body's first line.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from typing import Any
 import orjson
 
 from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
-from ._lines import not_json
-from ._providers.recorded import provider_streams
+from ._lines import BLANK, not_json
+from ._providers.recorded import body_stream, provider_streams
 from ._recordings import (
     FORMATS,
     ROW_SHOWN,
@@ -46,6 +51,7 @@ from ._recordings import (
     detect,
     invalid_line,
     raw_lines,
+    recorded_body,
     source_name,
 )
 
@@ -86,6 +92,10 @@ def scan_recordings(
         return fmt, iter([stream])
     if fmt == "harness-session":
         return fmt, _session_streams(lines, path)
+    body = recorded_body(lines, fmt)
+    if body is not None:  # a non-streamed answer: the one stream it stands for
+        line = next(number for number, raw in enumerate(lines.ahead, 1) if raw.strip(BLANK))
+        return fmt, iter([body_stream(body, fmt, path, line)])
     return fmt, provider_streams(lines, fmt, path)
 
 

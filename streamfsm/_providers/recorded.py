@@ -5,17 +5,34 @@ the line of the event it came from. The one reader (``streamfsm/_reader.py``) re
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from .._errors import ErrorCode, LlmError
 from .._lines import MAX_LINE_BYTES
 from .._recordings import READERS, Entry, Lines, Numbered, RecordedChunks, Where
+from .._wire import StreamChunk
+from .anthropic_messages_body import message_chunks
+from .bedrock_body import converse_chunks
+from .cohere_body import chat_chunks
 from .convert import END_OF_TURN, Turns, event_object
+from .gemini_body import generate_content_chunks
+from .openai_chat_body import completion_chunks
+from .openai_responses_body import response_chunks
 from .sse import SSEParser
 from .turns import TURN_APIS
 
-__all__ = ["provider_streams"]
+__all__ = ["body_stream", "provider_streams"]
+
+#: Per provider format: the chunks of its non-streamed answer, one response body (the ``<api>_body.py`` modules).
+_BODIES: Final[dict[str, Callable[[Any], Iterator[StreamChunk]]]] = {
+    "openai-sse": completion_chunks,
+    "anthropic-sse": message_chunks,
+    "openai-responses": response_chunks,
+    "gemini": generate_content_chunks,
+    "bedrock": converse_chunks,
+    "cohere": chat_chunks,
+}
 
 #: The SSE bodies whose last turn must end with a marker of their own, as the adapters require it; the other wire
 #: APIs' converters say whether the response was complete when the body ends.
@@ -105,3 +122,20 @@ def _turn_entries(chunks: Iterator[Any], where: Where, stream: RecordedChunks, t
         where.failed = None
         stream.failure, stream.failure_line, stream.failure_text = err, line, text
     stream.more = turns.more
+
+
+def body_stream(body: Mapping[str, Any], fmt: str, path: str, line: int) -> RecordedChunks:
+    """A recording that is a non-streamed answer (one response body of wire API ``fmt``, at ``line``) read as the one
+    stream it stands for: the chunks its stream would have converted to (``<api>_body.py``), each at the body's
+    line; what the body's reader raises becomes the stream's ``failure``."""
+    stream = RecordedChunks(path, 0, fmt, iter(()))
+    stream.entries = _body_entries(_BODIES[fmt](body), stream, line)
+    return stream
+
+
+def _body_entries(chunks: Iterator[StreamChunk], stream: RecordedChunks, line: int) -> Iterator[Entry]:
+    try:
+        for chunk in chunks:
+            yield chunk, line, 0
+    except LlmError as err:
+        stream.failure, stream.failure_line = err, line

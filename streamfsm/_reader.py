@@ -23,7 +23,7 @@ line), converted by the wire API's converter (:data:`~._recordings.PROVIDER_FORM
 adapters' own parser (``_providers/sse.py``), each event knowing the line it starts at.
 
 A provider format also reads the wire API's non-streamed answer: a source that is one JSON object, pretty-printed
-over several lines or on one line of its own (``_recordings.recorded_body``), is one response body, read as the one
+over several lines or on one line of its own (``_bodies.recorded_body``), is one response body, read as the one
 stream (one turn) it stands for by the wire API's body reader (``sf.from_openai_completion``, ...;
 ``_providers/recorded.body_stream``), every chunk at the body's first line.
 """
@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from ._bodies import recorded_body
 from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
 from ._lines import BLANK, not_json
 from ._providers.recorded import body_stream, provider_streams
@@ -51,7 +52,6 @@ from ._recordings import (
     detect,
     invalid_line,
     raw_lines,
-    recorded_body,
     source_name,
 )
 

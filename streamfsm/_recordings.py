@@ -23,9 +23,10 @@ from typing import IO, Any, Final, TypeAlias
 
 import orjson
 
+from ._bodies import GEMINI_FIELDS, body_format, whole_document
 from ._chunk_rows import ROW_TYPES
 from ._errors import LlmError
-from ._lines import BLANK, MAX_LINE_BYTES, bounded_lines, without_bom
+from ._lines import BLANK, bounded_lines, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
 
@@ -44,15 +45,12 @@ __all__ = [
     "RecordingSource",
     "UnknownFormat",
     "Where",
-    "body_format",
     "converter_hint",
     "detect",
     "detect_format",
     "invalid_line",
     "raw_lines",
-    "recorded_body",
     "source_name",
-    "whole_document",
 ]
 
 #: What a recording is read from: a path, bytes, or a binary or text file object.
@@ -105,8 +103,6 @@ _COHERE_EVENTS: Final = frozenset(
         "debug",
     }
 )
-#: The fields of a Gemini ``GenerateContentResponse`` chunk, any of which tells one.
-_GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback", "responseId")
 #: The events of a Bedrock ``ConverseStream`` (each an object of one key, the event's name; an exception event's
 #: name ends in ``Exception``).
 _BEDROCK_EVENTS: Final = frozenset(
@@ -464,86 +460,13 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     if event.get("object") == "chat.completion.chunk" or "choices" in event:
         return "openai-sse"
     if kind is None:
-        if any(key in event for key in _GEMINI_FIELDS):
+        if any(key in event for key in GEMINI_FIELDS):
             return "gemini"
         if len(event) == 1:
             (name,) = event
             if name in _BEDROCK_EVENTS or (name.endswith("Exception") and isinstance(event[name], dict)):
                 return "bedrock"
     return None
-
-
-def body_format(record: Mapping[str, Any]) -> str | None:
-    """The wire API whose non-streamed answer (one response body) ``record`` is, told by its fields; None for
-    anything else (an event of a stream, a chunk): a ``chat.completion`` or ``text_completion`` (an object whose
-    choices carry a ``message`` or a ``text``) ``openai-sse``, a Messages API ``message`` ``anthropic-sse``, a
-    ``response`` (an ``output`` list) ``openai-responses``, a ``GenerateContentResponse`` ``gemini`` (the shape of
-    each chunk of its stream), a ``converse`` answer (an ``output`` object with its ``message``) ``bedrock``, a
-    Cohere v2 chat answer (a ``message`` object and a ``finish_reason``) ``cohere``."""
-    kind = record.get("type")
-    choices = record.get("choices")
-    if record.get("object") in ("chat.completion", "text_completion") or (
-        isinstance(choices, list)
-        and any(isinstance(c, Mapping) and ("message" in c or "text" in c) and "delta" not in c for c in choices)
-    ):
-        return "openai-sse"
-    if kind == "message" and isinstance(record.get("content"), list):
-        return "anthropic-sse"
-    if record.get("object") == "response" or (kind is None and isinstance(record.get("output"), list)):
-        return "openai-responses"
-    if kind is None and isinstance(record.get("output"), Mapping) and "message" in record["output"]:
-        return "bedrock"
-    if kind is None and isinstance(record.get("message"), Mapping) and "finish_reason" in record:
-        return "cohere"
-    if kind is None and any(key in record for key in _GEMINI_FIELDS):
-        return "gemini"
-    return None
-
-
-def whole_document(lines: Lines) -> object:
-    """The source as one JSON document, when it is one written over several lines (a pretty-printed body), read
-    ahead into ``lines`` (within :data:`MAX_LINE_BYTES`, the bound of one line: past it, or if the lines are not one
-    JSON document, None)."""
-    size = count = 0
-    while True:
-        ahead = lines.peek(count + 1)
-        if len(ahead) <= count:
-            break
-        size += len(ahead[count])
-        count += 1
-        if size > MAX_LINE_BYTES:
-            return None
-    if count < 2:
-        return None
-    try:
-        return orjson.loads(b"".join(ahead))
-    except orjson.JSONDecodeError:
-        return None
-
-
-def recorded_body(lines: Lines, fmt: str) -> Mapping[str, Any] | None:
-    """The non-streamed answer of wire API ``fmt`` that the source is, or None when it is a stream: one JSON object
-    written over several lines (a stream of events never is), or one line that is ``fmt``'s body
-    (:func:`body_format`) with nothing after it."""
-    first = lines.first_content()
-    if not first.startswith(b"{"):
-        return None
-    try:
-        record = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        document = whole_document(lines)
-        return document if isinstance(document, dict) else None
-    if not isinstance(record, dict) or body_format(record) != fmt:
-        return None
-    seen = 0  # the content lines read ahead: the body's, and one more if the source goes on (JSON lines)
-    count = 0
-    while seen < 2:
-        ahead = lines.peek(count + 1)
-        if len(ahead) <= count:
-            break
-        seen += bool(ahead[count].strip(BLANK))
-        count += 1
-    return record if seen == 1 else None
 
 
 #: The SDK packages whose stream objects a converter takes (the module a type comes from, its start), and the format.
@@ -585,7 +508,7 @@ def detect_format(source: RecordingSource) -> str:
     (``messageStart``, ``contentBlockDelta``, ``metadata``, ``...Exception``) ``bedrock``; anything else
     ``jsonl``. A first line that is an SSE field is a provider body, whose events (their ``event`` names or
     their data, told as above) say which provider. A wire API's non-streamed answer (one response body, on one
-    line or pretty-printed over several: :func:`body_format`) is its wire API's format too. Anything else (an
+    line or pretty-printed over several: ``_bodies.body_format``) is its wire API's format too. Anything else (an
     empty file, a line that is not JSON) is ``jsonl``, where the machine reports it.
     """
     return detect(Lines(raw_lines(source)))

@@ -3,25 +3,21 @@ pretty-printed over several), told apart from a stream by its fields.
 
 Core, as ``_recordings.py`` is: it knows each wire API's body only by its fields (the readers are
 ``streamfsm/_providers/*_body.py``); ``_recordings.detect`` tells a body's format with it, and the one reader
-(``_reader.py``) reads a body as the one stream it stands for.
+(``_reader.py``) reads a body as the one stream it stands for. (It imports ``_recordings.py``, which imports it
+only where it tells a format.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
 import orjson
 
 from ._lines import BLANK, MAX_LINE_BYTES
+from ._recordings import _GEMINI_FIELDS, Lines
 
-if TYPE_CHECKING:
-    from ._recordings import Lines
-
-__all__ = ["GEMINI_FIELDS", "body_format", "recorded_body", "whole_document"]
-
-#: The fields of a Gemini ``GenerateContentResponse`` (a body, and each chunk of its stream), any of which tells one.
-GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback", "responseId")
+__all__ = ["body_format", "recorded_body", "whole_document"]
 
 
 def body_format(record: Mapping[str, Any]) -> str | None:
@@ -46,7 +42,7 @@ def body_format(record: Mapping[str, Any]) -> str | None:
         return "bedrock"
     if kind is None and isinstance(record.get("message"), Mapping) and "finish_reason" in record:
         return "cohere"
-    if kind is None and any(key in record for key in GEMINI_FIELDS):
+    if kind is None and any(key in record for key in _GEMINI_FIELDS):
         return "gemini"
     return None
 

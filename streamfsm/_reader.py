@@ -1,7 +1,11 @@
 """The one reader of recordings: the library, the command and the tests read every recorded stream here.
 
 What a source, a format and a stream are is ``_recordings.py``'s; this module reads each format: JSON lines and
-session logs here, a provider's stream through its wire API's converter (``_providers/recorded.py``).
+session logs here, a provider's stream through its wire API's converter (``_providers/recorded.py``). A provider
+format also reads the wire API's non-streamed answer: a source that is one JSON object, pretty-printed over
+several lines or on one line of its own (``_bodies.recorded_body``), is one response body, read as the one stream
+(one turn) it stands for by the wire API's body reader (``sf.from_openai_completion``, ...;
+``_providers/recorded.body_stream``), every chunk at the body's first line.
 
 One rule for every format and entry point (``read_recordings``, ``read_session``, ``assemble_jsonl``,
 ``validate_jsonl``, ``streamfsm check`` and ``assemble``):
@@ -21,11 +25,6 @@ line), converted by the wire API's converter (:data:`~._recordings.PROVIDER_FORM
 (``sf.from_bedrock_events``: the events boto3's ``converse_stream`` yields, as JSON lines) and ``cohere``
 (``sf.from_cohere_events``). ``auto`` tells them apart by the first lines. An SSE body is parsed by the
 adapters' own parser (``_providers/sse.py``), each event knowing the line it starts at.
-
-A provider format also reads the wire API's non-streamed answer: a source that is one JSON object, pretty-printed
-over several lines or on one line of its own (``_bodies.recorded_body``), is one response body, read as the one
-stream (one turn) it stands for by the wire API's body reader (``sf.from_openai_completion``, ...;
-``_providers/recorded.body_stream``), every chunk at the body's first line.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from typing import IO, Any, Final, TypeAlias
 
 import orjson
 
-from ._bodies import GEMINI_FIELDS, body_format, whole_document
 from ._chunk_rows import ROW_TYPES
 from ._errors import LlmError
 from ._lines import BLANK, bounded_lines, without_bom
@@ -103,6 +102,8 @@ _COHERE_EVENTS: Final = frozenset(
         "debug",
     }
 )
+#: The fields of a Gemini ``GenerateContentResponse`` chunk, any of which tells one.
+_GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback", "responseId")
 #: The events of a Bedrock ``ConverseStream`` (each an object of one key, the event's name; an exception event's
 #: name ends in ``Exception``).
 _BEDROCK_EVENTS: Final = frozenset(
@@ -423,6 +424,8 @@ def _is_session_record(record: dict[str, Any]) -> bool:
 
 
 def detect(lines: Lines) -> str:
+    from ._bodies import body_format, whole_document  # it reads this module's lines and fields
+
     first = lines.first_content()
     if first.startswith(b"{"):
         try:
@@ -460,7 +463,7 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     if event.get("object") == "chat.completion.chunk" or "choices" in event:
         return "openai-sse"
     if kind is None:
-        if any(key in event for key in GEMINI_FIELDS):
+        if any(key in event for key in _GEMINI_FIELDS):
             return "gemini"
         if len(event) == 1:
             (name,) = event
@@ -496,7 +499,8 @@ def converter_hint(chunk: object) -> str:
 
 
 def detect_format(source: RecordingSource) -> str:
-    """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not).
+    """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not), or
+    from the whole of it when it is one JSON object written over several lines: a wire API's response body.
 
     A first line that is a JSON object: a session log's line (its ``session`` header, a packed row, or an
     event with an ``x/y`` type, ``seq`` and ``data``) is ``harness-session``; a provider's event (as JSON
@@ -507,9 +511,8 @@ def detect_format(source: RecordingSource) -> str:
     ``promptFeedback`` or ``responseId`` ``gemini``, an object of one key naming a ConverseStream event
     (``messageStart``, ``contentBlockDelta``, ``metadata``, ``...Exception``) ``bedrock``; anything else
     ``jsonl``. A first line that is an SSE field is a provider body, whose events (their ``event`` names or
-    their data, told as above) say which provider. A wire API's non-streamed answer (one response body, on one
-    line or pretty-printed over several: ``_bodies.body_format``) is its wire API's format too. Anything else (an
-    empty file, a line that is not JSON) is ``jsonl``, where the machine reports it.
+    their data, told as above) say which provider. Anything else (an empty file, a line that is not JSON) is
+    ``jsonl``, where the machine reports it.
     """
     return detect(Lines(raw_lines(source)))
 

@@ -48,7 +48,8 @@ def test_a_body_is_told_and_read_as_its_reader_reads_it(
         assert sf.assemble(stream.chunks).to_wire() == expected
         status, out, err = run(capsys, "assemble", "--format", given, str(source))
         assert status == 0, err
-        assert orjson.loads(out) == expected
+        printed = orjson.loads(out)  # what assemble prints of a result (it may say more, as its interrupted blocks)
+        assert {key: printed[key] for key in expected} == expected
     status, out, _ = run(capsys, "check", "--json", str(source))
     first = orjson.loads(out.splitlines()[0])
     assert status == 0 and first["ok"] and first["format"] == fmt

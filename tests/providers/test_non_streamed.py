@@ -289,7 +289,7 @@ def test_openai_a_legacy_completion_reads_as_its_stream() -> None:
         "usage": {"prompt_tokens": 4, "completion_tokens": 4, "total_tokens": 8},
     }
     streamed = sf.assemble(sf.from_openai_chunks(chunks))
-    if not streamed.text:  # the converter reads text_completion chunks on branch completions: then, never this
+    if not streamed.text:  # a converter that reads no legacy completions stream: nothing to compare with
         pytest.xfail("the converter does not read the legacy completions stream here")
     assert sf.from_openai_completion(body) == streamed
 

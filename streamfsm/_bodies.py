@@ -9,15 +9,15 @@ only where it tells a format.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
 
 from ._lines import BLANK, MAX_LINE_BYTES
-from ._recordings import _GEMINI_FIELDS, Lines
+from ._recordings import _GEMINI_FIELDS, Lines, Numbered
 
-__all__ = ["body_format", "recorded_body", "whole_document"]
+__all__ = ["body_format", "recorded_bodies", "whole_document"]
 
 
 def body_format(record: Mapping[str, Any]) -> str | None:
@@ -68,10 +68,11 @@ def whole_document(lines: Lines) -> object:
         return None
 
 
-def recorded_body(lines: Lines, fmt: str) -> Mapping[str, Any] | None:
-    """The non-streamed answer of wire API ``fmt`` that the source is, or None when it is a stream: one JSON object
-    written over several lines (a stream of events never is), or one line that is ``fmt``'s body
-    (:func:`body_format`) with nothing after it."""
+def recorded_bodies(lines: Lines, fmt: str) -> Iterator[tuple[int, object]] | None:
+    """The non-streamed answers of wire API ``fmt`` that the source holds, as ``(line, body)``, or None when it is a
+    stream: one JSON object written over several lines (a stream of events never is: its body, at its first
+    line), or JSON lines whose first line is ``fmt``'s body (:func:`body_format`): each line one body, given as
+    it is read (its bytes, parsed by the reader of each, which refuses what is not a body)."""
     first = lines.first_content()
     if not first.startswith(b"{"):
         return None
@@ -79,15 +80,10 @@ def recorded_body(lines: Lines, fmt: str) -> Mapping[str, Any] | None:
         record = orjson.loads(first)
     except orjson.JSONDecodeError:
         document = whole_document(lines)
-        return document if isinstance(document, dict) else None
+        if not isinstance(document, dict):
+            return None
+        line = next(number for number, raw in enumerate(lines.ahead, 1) if raw.strip(BLANK))
+        return iter([(line, document)])
     if not isinstance(record, dict) or body_format(record) != fmt:
         return None
-    seen = 0  # the content lines read ahead: the body's, and one more if the source goes on (JSON lines)
-    count = 0
-    while seen < 2:
-        ahead = lines.peek(count + 1)
-        if len(ahead) <= count:
-            break
-        seen += bool(ahead[count].strip(BLANK))
-        count += 1
-    return record if seen == 1 else None
+    return iter(Numbered(lines))

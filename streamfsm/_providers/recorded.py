@@ -5,7 +5,7 @@ the line of the event it came from. The one reader (``streamfsm/_reader.py``) re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Final
 
 from .._errors import ErrorCode, LlmError
@@ -22,7 +22,7 @@ from .openai_responses_body import response_chunks
 from .sse import SSEParser
 from .turns import TURN_APIS
 
-__all__ = ["body_stream", "provider_streams"]
+__all__ = ["body_streams", "provider_streams"]
 
 #: Per provider format: the chunks of its non-streamed answer, one response body (the ``<api>_body.py`` modules).
 _BODIES: Final[dict[str, Callable[[Any], Iterator[StreamChunk]]]] = {
@@ -124,18 +124,32 @@ def _turn_entries(chunks: Iterator[Any], where: Where, stream: RecordedChunks, t
     stream.more = turns.more
 
 
-def body_stream(body: Mapping[str, Any], fmt: str, path: str, line: int) -> RecordedChunks:
-    """A recording that is a non-streamed answer (one response body of wire API ``fmt``, at ``line``) read as the one
-    stream it stands for: the chunks its stream would have converted to (``<api>_body.py``), each at the body's
-    line; what the body's reader raises becomes the stream's ``failure``."""
-    stream = RecordedChunks(path, 0, fmt, iter(()))
-    stream.entries = _body_entries(_BODIES[fmt](body), stream, line)
-    return stream
+def body_streams(bodies: Iterator[tuple[int, object]], fmt: str, path: str) -> Iterator[RecordedChunks]:
+    """A recording of non-streamed answers (``(line, body)`` of wire API ``fmt``: a parsed body, or a line of JSON
+    lines to parse) read as one stream a body, the one turn each stands for: the chunks its stream would have
+    converted to (``<api>_body.py``), each at the body's line; what the body's reader raises (a line that is not a
+    JSON object included) becomes the stream's ``failure``."""
+    read = _BODIES[fmt]
+    who = READERS[fmt][1]
+    ahead = next(bodies, None)
+    number = 0
+    while ahead is not None:
+        line, body = ahead
+        stream = RecordedChunks(path, number, fmt, iter(()))
+        stream.entries = _body_entries(read, body, who, stream, line)
+        ahead = next(bodies, None)
+        stream.more = ahead is not None
+        yield stream
+        stream.drain()  # what the caller left of it
+        number += 1
 
 
-def _body_entries(chunks: Iterator[StreamChunk], stream: RecordedChunks, line: int) -> Iterator[Entry]:
+def _body_entries(
+    read: Callable[[Any], Iterator[StreamChunk]], body: object, who: str, stream: RecordedChunks, line: int
+) -> Iterator[Entry]:
     try:
-        for chunk in chunks:
+        given = event_object(body.decode("utf-8", "backslashreplace"), who) if isinstance(body, bytes) else body
+        for chunk in read(given):
             yield chunk, line, 0
     except LlmError as err:
         stream.failure, stream.failure_line = err, line

@@ -80,16 +80,36 @@ def test_an_error_body_is_the_streams_error(tmp_path: Path) -> None:
     assert stream.failure is not None and stream.failure.code == sf.ErrorCode.RATE_LIMIT
 
 
+def test_json_lines_of_bodies_are_one_stream_a_body(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON lines whose first line is a body hold one body a line (answers logged one after another): one stream
+    each, the turns of the recording; a line that is no body fails its own stream."""
+    text = orjson.loads((BODIES / "openai-chat" / "deepseek-text.json").read_bytes())
+    call = orjson.loads((BODIES / "openai-chat" / "deepseek-tool-call.json").read_bytes())
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(orjson.dumps(text) + b"\n\n" + orjson.dumps(call) + b"\nnot json\n")
+    streams = list(sf.read_recordings(path))
+    assert [s.format for s in streams] == ["openai-sse"] * 3
+    assert [s.more for s in streams] == [True, True, False]
+    assert sf.assemble(streams[0].chunks) == sf.from_openai_completion(text)
+    assert sf.assemble(streams[1].chunks) == sf.from_openai_completion(call)
+    failure = streams[2].failure
+    assert failure is not None and failure.code == sf.ErrorCode.MALFORMED_RESPONSE and streams[2].failure_line == 4
+    status, out, _ = run(capsys, "check", "--json", str(path))
+    reports = [orjson.loads(line) for line in out.splitlines()]
+    assert status == 1 and [r.get("ok") for r in reports[:3]] == [True, True, False]
+    assert reports[2]["line"] == 4
+
+
 def test_a_stream_stays_a_stream(tmp_path: Path) -> None:
-    """A one-line body followed by more lines is JSON lines (events, here), not a body; a stream's events are never
-    taken for a body; a pretty-printed object that is no wire API's body is JSON lines, refused by the machine."""
-    body = orjson.loads((BODIES / "openai-chat" / "deepseek-text.json").read_bytes())
-    two = tmp_path / "two.jsonl"
-    two.write_bytes(orjson.dumps(body) + b"\n" + orjson.dumps(body) + b"\n")
-    assert len(list(sf.read_recordings(two, "openai-sse"))) == 1  # read as chunks: one turn
+    """A stream's events are never taken for a body; a pretty-printed object that is no wire API's body is JSON
+    lines, refused by the machine at its first line."""
     other = tmp_path / "other.json"
     other.write_text('{\n  "hello": 1\n}\n')
     assert sf.detect_format(other) == "jsonl"
+    (stream,) = sf.read_recordings(other)
+    with pytest.raises(sf.LlmError) as caught:
+        sf.assemble(stream.chunks)
+    assert caught.value.code == sf.ErrorCode.INVALID_CHUNK
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:

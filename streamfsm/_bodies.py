@@ -71,8 +71,9 @@ def whole_document(lines: Lines) -> object:
 def recorded_bodies(lines: Lines, fmt: str) -> Iterator[tuple[int, object]] | None:
     """The non-streamed answers of wire API ``fmt`` that the source holds, as ``(line, body)``, or None when it is a
     stream: one JSON object written over several lines (a stream of events never is: its body, at its first
-    line), or JSON lines whose first line is ``fmt``'s body (:func:`body_format`): each line one body, given as
-    it is read (its bytes, parsed by the reader of each, which refuses what is not a body)."""
+    line), or JSON lines whose first line is ``fmt``'s body (:func:`body_format`; not Gemini's, whose chunks are
+    bodies): each line one body, given as it is read (its bytes, parsed by the reader of each, which refuses what
+    is not a body)."""
     first = lines.first_content()
     if not first.startswith(b"{"):
         return None
@@ -84,6 +85,8 @@ def recorded_bodies(lines: Lines, fmt: str) -> Iterator[tuple[int, object]] | No
             return None
         line = next(number for number, raw in enumerate(lines.ahead, 1) if raw.strip(BLANK))
         return iter([(line, document)])
-    if not isinstance(record, dict) or body_format(record) != fmt:
+    # Gemini's body is the shape of each chunk of its stream: JSON lines of them are its stream (a body on one line
+    # alone, a stream of one chunk, reads the same).
+    if not isinstance(record, dict) or fmt == "gemini" or body_format(record) != fmt:
         return None
     return iter(Numbered(lines))

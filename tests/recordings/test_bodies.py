@@ -107,6 +107,14 @@ def test_a_stream_stays_a_stream(tmp_path: Path) -> None:
     gemini = MORE_PROVIDER_STREAMS / "gemini" / "google-text.jsonl"
     (stream,) = sf.read_recordings(gemini)
     assert stream.failure is None and sf.assemble(stream.chunks).text
+    legacy = tmp_path / "completion.jsonl"  # a legacy completions stream: its chunks carry text as its body does
+    chunk = {
+        "id": "cmpl-7",
+        "object": "text_completion",
+        "choices": [{"index": 0, "text": "Once", "finish_reason": None}],
+    }
+    legacy.write_bytes(orjson.dumps(chunk) + b"\n" + orjson.dumps(chunk) + b"\n")
+    assert len(list(sf.read_recordings(legacy, "openai-sse"))) == 1
     other = tmp_path / "other.json"
     other.write_text('{\n  "hello": 1\n}\n')
     assert sf.detect_format(other) == "jsonl"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, cast, overloa
 
 import orjson
 
+from .._api import assemble
 from .._errors import ErrorCode, LlmError
 from .._quote import quote
 from .._shape import MAX_INT
@@ -23,6 +24,7 @@ from .classify import clip
 
 if TYPE_CHECKING:
     from .._config import Limits
+    from .._models import StreamResult
 
 __all__ = [
     "END_OF_TURN",
@@ -31,7 +33,9 @@ __all__ = [
     "TurnConverter",
     "Turns",
     "another_turn",
+    "answer",
     "as_event",
+    "body_chunks",
     "closing",
     "convert",
     "count",
@@ -217,6 +221,30 @@ async def _convert_async(converter: Converter, events: AsyncIterable[Any], what:
             yield chunk
     for chunk in converter.end():
         yield chunk
+
+
+# --- A non-streamed answer ---------------------------------------------------------------------------
+
+
+def body_chunks(
+    converter: Converter, events: Callable[[], Iterable[Mapping[str, Any]]], what: str
+) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of a non-streamed answer (``what``: the body, as messages call it): ``events()``
+    gives the events its stream would have been (called as the chunks are first asked for, so that a body it
+    refuses fails where a stream would), driven through ``converter``. Assembled by the machine, they give the
+    stream's :class:`StreamResult`, by the one set of rules. A body is complete by definition: one that lacks its
+    stop reason (the converter's ``STREAM_CLOSED``) is ``MALFORMED_RESPONSE``."""
+    try:
+        yield from _convert_sync(converter, events(), what)
+    except LlmError as err:
+        if err.code != ErrorCode.STREAM_CLOSED:
+            raise
+        raise malformed(f"{what} is incomplete: {err.message.replace('the stream ended', 'it ends', 1)}") from None
+
+
+def answer(chunks: Iterable[StreamChunk], limits: Limits | None) -> StreamResult:
+    """A non-streamed answer's :class:`StreamResult`: its :func:`body_chunks` assembled under ``Policy.STRICT``."""
+    return assemble(chunks, limits=limits)
 
 
 # --- Turns --------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def openai_body(answer: Answer) -> dict[str, Any]:
 def openai_stream(answer: Answer, draw: st.DrawFn) -> list[dict[str, Any]]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice]}
+        return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m", "choices": [choice]}
 
     out = [chunk({"role": "assistant", "content": ""})]
     for key, field in (("reasoning", "reasoning_content"), ("text", "content")):
@@ -80,7 +80,13 @@ def openai_stream(answer: Answer, draw: st.DrawFn) -> list[dict[str, Any]]:
         out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}) for piece in rest]
     out.append(chunk({}, "tool_calls" if answer["calls"] else "stop"))
     out.append(
-        {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": openai_body(answer)["usage"]}
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [],
+            "usage": openai_body(answer)["usage"],
+        }
     )
     return out
 

@@ -12,6 +12,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SESSIONS = FIXTURES / "harness-sessions"
 PROVIDER_STREAMS = FIXTURES / "provider-streams"
 MORE_PROVIDER_STREAMS = FIXTURES / "more-provider-streams"
+#: Non-streamed response bodies, one JSON object a file, by wire API (see fixtures/README.md).
+BODIES = FIXTURES / "bodies"
 
 #: The example stream of the seed articles (the Chinese article's text; the others differ only in words).
 SEED_CHUNKS: list[dict[str, Any]] = [

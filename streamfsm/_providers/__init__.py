@@ -24,6 +24,12 @@ Every wire API has the same files, named for the API: ``<api>.py``, its sans-IO 
 - ``cohere.py``: the Cohere v2 chat stream: :class:`CohereConverter`, :func:`from_cohere_events`. No HTTP
   adapter: users hold the ``cohere`` SDK's stream.
 
+Beside them, ``<api>_body.py`` reads the wire API's non-streamed answer (one response body, a dict or the SDK's
+object) into a :class:`~streamfsm.StreamResult`: it turns the body into the events its stream would have been
+(each block whole, in one delta) and runs them through the API's converter and the machine (``convert.answer``),
+so that a body gives what its stream gives, by the same rules. ``openai_chat_body.py``:
+:func:`from_openai_completion`.
+
 The shared pieces, each named for what it holds:
 
 - ``convert.py``: driving a converter over sync or async events, dicts or SDK objects (``convert``,
@@ -92,6 +98,7 @@ from .gemini import GeminiConverter, from_gemini_chunks
 from .gemini_adapter import GeminiAdapter
 from .openai_chat import OpenAIConverter, from_openai_chunks
 from .openai_chat_adapter import OpenAICompatibleAdapter
+from .openai_chat_body import from_openai_completion
 from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
 from .openai_responses_adapter import OpenAIResponsesAdapter
 from .replay import KeptBlock, describe_kept, kept_blocks
@@ -117,6 +124,7 @@ __all__ = [
     "from_cohere_events",
     "from_gemini_chunks",
     "from_openai_chunks",
+    "from_openai_completion",
     "from_openai_responses_events",
     "kept_blocks",
     "read_turns",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, cast, overloa
 
 import orjson
 
+from .._api import assemble
 from .._errors import ErrorCode, LlmError
 from .._quote import quote
 from .._shape import MAX_INT
@@ -23,6 +24,7 @@ from .classify import clip
 
 if TYPE_CHECKING:
     from .._config import Limits
+    from .._models import StreamResult
 
 __all__ = [
     "END_OF_TURN",
@@ -31,6 +33,7 @@ __all__ = [
     "TurnConverter",
     "Turns",
     "another_turn",
+    "answer",
     "as_event",
     "closing",
     "convert",
@@ -217,6 +220,22 @@ async def _convert_async(converter: Converter, events: AsyncIterable[Any], what:
             yield chunk
     for chunk in converter.end():
         yield chunk
+
+
+# --- A non-streamed answer ---------------------------------------------------------------------------
+
+
+def answer(converter: Converter, events: Iterable[Mapping[str, Any]], what: str, limits: Limits | None) -> StreamResult:
+    """A non-streamed answer (``what``: the body, as messages call it), given as the events its stream would have
+    been, driven through ``converter`` and assembled by the machine under ``Policy.STRICT``: the answer's
+    :class:`StreamResult` is the stream's, by the one set of rules. A body is complete by definition: one that
+    lacks its stop reason (the converter's ``STREAM_CLOSED``) is ``MALFORMED_RESPONSE``."""
+    try:
+        return assemble(_convert_sync(converter, events, what), limits=limits)
+    except LlmError as err:
+        if err.code != ErrorCode.STREAM_CLOSED:
+            raise
+        raise malformed(f"{what} is incomplete: {err.message.replace('the stream ended', 'it ends', 1)}") from None
 
 
 # --- Turns --------------------------------------------------------------------------------------------

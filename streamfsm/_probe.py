@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from ._errors import ErrorCode, LlmError
-from ._probe_cases import CASES, ProbeCase
+from ._probe_cases import PROBE_CASES, ProbeCase
 from ._probe_parity import Difference, parity
 from ._probe_wire import TRANSPORT_CODES, WIRES, Answered, Endpoint, Streamed, answer_once, stream_once
 
@@ -138,7 +138,7 @@ async def probe(
     timeout: float | None = 60.0,
     on_run: Callable[[CaseRun], None] | None = None,
 ) -> ProbeReport:
-    """Probe the endpoint at ``base_url``: run each case (default :data:`~._probe_cases.CASES`) ``repeat`` times.
+    """Probe the endpoint at ``base_url``: run each case (default :data:`~._probe_cases.PROBE_CASES`) ``repeat`` times.
 
     ``api`` is ``openai-chat``, ``anthropic``, ``openai-responses`` or ``gemini``; ``base_url`` is what that API's
     adapter takes (``http://localhost:8000/v1`` for chat completions and Responses, the root for Anthropic and
@@ -160,7 +160,7 @@ async def probe(
         folder.mkdir(parents=True, exist_ok=True)
     report = ProbeReport(api, endpoint.base_url, model)
     started = time.perf_counter()
-    for case in CASES if cases is None else cases:
+    for case in PROBE_CASES if cases is None else cases:
         for number in range(1, repeat + 1):
             run, first = await _run(endpoint, case, number, folder)
             if not report.runs and not run.ok and first.error is not None and not first.chunks:
@@ -194,7 +194,8 @@ async def _run(endpoint: Endpoint, case: ProbeCase, number: int, folder: Path | 
     timing = _timing(streamed)
     if streamed.error is not None:
         if case.needs_reasoning and not streamed.chunks and streamed.error.code in _REFUSED:
-            return _skipped(case, number, f"the server refused the reasoning effort: {streamed.error.message}"), streamed
+            why = f"the server refused the reasoning effort: {streamed.error.message}"
+            return _skipped(case, number, why), streamed
         return _failed(case, number, streamed, timing), streamed
     answered = await answer_once(endpoint, case)
     _save(folder, stem + ".json", answered)
@@ -251,7 +252,7 @@ async def _concurrent(
     runs = await asyncio.gather(*(stream_once(endpoint, case) for _ in range(case.streams)))
     for position, streamed in enumerate(runs):
         _save(folder, f"{stem}.{position}.sse", streamed)
-    timing = {
+    timing: dict[str, Any] = {
         "first_chunk": min((s.first_chunk for s in runs if s.first_chunk is not None), default=None),
         "chunks": sum(s.chunks for s in runs),
         "duration": max(s.duration for s in runs),

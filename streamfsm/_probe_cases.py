@@ -1,10 +1,10 @@
-"""The probe's cases, as data: what each sends, and how it is run (:class:`ProbeCase`, :data:`CASES`).
+"""The probe's cases, as data: what each sends, and how it is run (:class:`ProbeCase`, :data:`PROBE_CASES`).
 
 A case is a request (messages, system prompt, tools, tool choice, output limit, reasoning effort) and a mode:
 ``exchange`` streams it and sends it again non-streamed, then compares the two; ``abort`` closes the stream
 after its first chunks and checks that the next request still streams whole; ``concurrent`` streams it
 ``streams`` times at once. The built-in cases are :data:`BUILTIN` (plain dicts, validated as the user's
-``--cases FILE`` is: :func:`load_cases`).
+``--cases FILE`` is: :func:`load_probe_cases`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ._adapter import Message, ToolSchema
 from ._errors import ErrorCode, LlmError
 
-__all__ = ["BUILTIN", "CASES", "TOOLS", "ProbeCase", "load_cases"]
+__all__ = ["BUILTIN", "PROBE_CASES", "TOOLS", "ProbeCase", "load_probe_cases"]
 
 #: The tools the built-in cases declare; a user's case names them (``"tools": ["get_weather"]``) or gives its own.
 TOOLS: Final[Mapping[str, ToolSchema]] = {
@@ -87,7 +87,8 @@ class ProbeCase(BaseModel):
         case = cls.model_validate(data)
         names = {tool.name for tool in case.tools}
         if case.tool_choice not in (None, "auto", "required", *names):
-            raise ValueError(f"case {case.name!r}: tool_choice {case.tool_choice!r} is not auto, required or a tool's name")
+            choice = case.tool_choice
+            raise ValueError(f"case {case.name!r}: tool_choice {choice!r} is not auto, required or a tool's name")
         return case
 
 
@@ -179,10 +180,10 @@ BUILTIN: Final[Sequence[Mapping[str, Any]]] = (
 )
 
 #: The built-in cases, validated.
-CASES: Final[tuple[ProbeCase, ...]] = tuple(ProbeCase.from_data(data) for data in BUILTIN)
+PROBE_CASES: Final[tuple[ProbeCase, ...]] = tuple(ProbeCase.from_data(data) for data in BUILTIN)
 
 
-def load_cases(path: str | Path) -> list[ProbeCase]:
+def load_probe_cases(path: str | Path) -> list[ProbeCase]:
     """The cases of a JSON file: a list of case objects (or ``{"cases": [...]}``), each as :meth:`ProbeCase.from_data`.
 
     Raises :class:`LlmError` ``INVALID_REQUEST``, in one line, for a file that cannot be read or a case that is
@@ -209,4 +210,3 @@ def load_cases(path: str | Path) -> list[ProbeCase]:
             why = str(exc) if first is None else f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
             raise LlmError(f"{path}: case {number}: {why}", ErrorCode.INVALID_REQUEST) from exc
     return cases
-

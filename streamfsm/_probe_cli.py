@@ -32,7 +32,7 @@ PROBE_EXIT_HELP: Final = f"""exit status:
 
 def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
     """Add the ``probe`` subcommand to the command's subparsers."""
-    from ._probe_cases import CASES
+    from ._probe_cases import PROBE_CASES
     from ._probe_wire import APIS
 
     probe = commands.add_parser(
@@ -44,7 +44,7 @@ def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
         description="Run a suite of cases against a live endpoint. Each case is streamed with every chunk through "
         "the machine, sent again non-streamed, and the two compared. Verdict per case: pass, invalid (a rule the "
         "stream broke), diverges (the fields that differ from the non-streamed answer), error (HTTP or transport) or "
-        f"skipped. The built-in cases: {', '.join(case.name for case in CASES)}.",
+        f"skipped. The built-in cases: {', '.join(case.name for case in PROBE_CASES)}.",
     )
     probe.add_argument("--api", choices=APIS, default="openai-chat", help="the wire API (default openai-chat)")
     probe.add_argument(
@@ -111,11 +111,11 @@ def _complain(text: str) -> None:
 
 
 def _cases(args: argparse.Namespace) -> list[ProbeCase]:
-    from ._probe_cases import CASES, load_cases
+    from ._probe_cases import PROBE_CASES, load_probe_cases
 
-    cases = list(CASES)
+    cases = list(PROBE_CASES)
     for path in args.cases:
-        cases.extend(load_cases(path))
+        cases.extend(load_probe_cases(path))
     if args.only:
         known = {case.name for case in cases}
         unknown = [name for name in args.only if name not in known]

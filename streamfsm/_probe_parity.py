@@ -45,8 +45,8 @@ class Difference:
 
     def to_json(self) -> dict[str, Any]:
         """``{"field", "streamed", "nonStreamed", "content"}``, and ``"at"`` for texts."""
-        out = {"field": self.field, "streamed": self.streamed, "nonStreamed": self.non_streamed, "content": self.content}
-        return out if self.at is None else {**out, "at": self.at}
+        out = {"field": self.field, "streamed": self.streamed, "nonStreamed": self.non_streamed}
+        return {**out, "content": self.content} if self.at is None else {**out, "content": self.content, "at": self.at}
 
     def __str__(self) -> str:
         where = "" if self.at is None else f" (from character {self.at})"
@@ -123,9 +123,9 @@ def _structure(streamed: StreamResult, other: StreamResult, input_tokens: bool) 
     if (streamed.usage is None) != (other.usage is None):
         found.append(Difference("usage", streamed.usage is not None, other.usage is not None, False))
     elif input_tokens and streamed.usage is not None and other.usage is not None:
-        mine, theirs = streamed.usage.input_tokens, other.usage.input_tokens
-        if mine != theirs:
-            found.append(Difference("usage.input_tokens", mine, theirs, False))
+        counted = streamed.usage.input_tokens, other.usage.input_tokens
+        if counted[0] != counted[1]:
+            found.append(Difference("usage.input_tokens", *counted, False))
     return found
 
 

@@ -42,9 +42,7 @@ def format_run(run: CaseRun, style: Style, *, details: bool = True) -> str:
     """The row of one case run (its detail lines below it, indented, unless ``details`` is False)."""
     name = run.case if run.run == 1 else f"{run.case} #{run.run}"
     verdict = style(f"{run.verdict:<9}", _COLORS[run.verdict], *(("bold",) if not run.ok else ()))
-    row = (
-        f"{printable(name):<{_CASE}} {verdict} {_ms(run.first_chunk):>11} {run.chunks:>7} {_ms(run.duration):>9}"
-    )
+    row = f"{printable(name):<{_CASE}} {verdict} {_ms(run.first_chunk):>11} {run.chunks:>7} {_ms(run.duration):>9}"
     if not details:
         return row
     below = [style(f"    {printable(line)}", "dim" if run.ok else "") for line in detail(run)]

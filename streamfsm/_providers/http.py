@@ -288,7 +288,7 @@ async def request_json(
             response = await guard.run(http.send(request, stream=True, follow_redirects=False))
             if response.status_code >= 300:
                 raise await _http_error(response, guard, who)
-            body, more = await _read(response, guard, max_bytes)
+            answer, more = await _read(response, guard, max_bytes)
         except httpx.HTTPError as exc:
             raise _transport_error(exc, who) from exc
         finally:
@@ -296,7 +296,7 @@ async def request_json(
     if more:
         raise LlmError(f"{who}: the response is longer than {max_bytes:,} bytes", ErrorCode.LIMIT_EXCEEDED)
     try:
-        return orjson.loads(body)
+        return orjson.loads(answer)
     except orjson.JSONDecodeError as exc:
         raise LlmError(f"{who}: the response is not JSON: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
 

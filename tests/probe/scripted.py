@@ -79,8 +79,8 @@ class ScriptedModel:
             out.reasoning = "391 is 17 times 23, so it is not prime."
         if not streamed:
             self.answered += 1
-            if self.varies and out.text:
-                out.text += f" ({self.answered})"
+            if self.varies:  # a word of its own each time, before a tool call too
+                out.text = f"{out.text} ({self.answered})".lstrip()
         out.output_tokens = len(out.text.split()) + len(out.calls) * 5 + len(out.reasoning.split())
         return out
 
@@ -259,15 +259,16 @@ def anthropic_stream(answer: Answer, script: str) -> list[str]:
 ANTHROPIC_SCRIPTS = ("conforming", "partial-json-unopened")
 
 
-def serve(model: ScriptedModel, script: str) -> Callable[[Recorded], SSE | Reply]:
-    """The server's ``answer``: chat completions at ``/chat/completions``, Messages at ``/v1/messages``."""
+def serve(model: ScriptedModel, script: str, *, delay: float = 0.0) -> Callable[[Recorded], SSE | Reply]:
+    """The server's ``answer``: chat completions at ``/chat/completions``, Messages at ``/v1/messages``; ``delay``
+    seconds before each event of a stream."""
 
     def answer(request: Recorded) -> SSE | Reply:
         body = request.json()
         streamed = bool(body.get("stream"))
         said = model.answer(body, streamed=streamed)
         if request.path.endswith("/v1/messages"):
-            return SSE(anthropic_stream(said, script)) if streamed else Reply(200, anthropic_body(said))
-        return SSE(openai_stream(said, script)) if streamed else Reply(200, openai_body(said))
+            return SSE(anthropic_stream(said, script), delay) if streamed else Reply(200, anthropic_body(said))
+        return SSE(openai_stream(said, script), delay) if streamed else Reply(200, openai_body(said))
 
     return answer

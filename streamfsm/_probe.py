@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 from ._errors import ErrorCode, LlmError
 from ._probe_cases import PROBE_CASES, ProbeCase
 from ._probe_parity import Difference, parity
-from ._probe_wire import TRANSPORT_CODES, WIRES, Answered, Endpoint, Streamed, answer_once, stream_once
+from ._probe_wire import PROVIDER, TRANSPORT_CODES, WIRES, Answered, Endpoint, Streamed, answer_once, stream_once
 
 __all__ = ["VERDICTS", "CaseRun", "ProbeReport", "probe"]
 
@@ -173,10 +173,8 @@ async def probe(
 
 
 def _unreachable(endpoint: Endpoint, error: LlmError) -> LlmError:
-    status = f" (HTTP {error.status})" if error.status is not None else ""
     return LlmError(
-        f"{endpoint.base_url} cannot be probed as {endpoint.wire.name} with model {endpoint.model!r}: "
-        f"{_one_line(error.message)}{status}",
+        f"{endpoint.base_url} cannot be probed as {endpoint.wire.name} with model {endpoint.model!r}: {_said(error)}",
         error.code,
         status=error.status,
     )
@@ -194,7 +192,7 @@ async def _run(endpoint: Endpoint, case: ProbeCase, number: int, folder: Path | 
     timing = _timing(streamed)
     if streamed.error is not None:
         if case.needs_reasoning and not streamed.chunks and streamed.error.code in _REFUSED:
-            why = f"the server refused the reasoning effort: {streamed.error.message}"
+            why = f"the server refused the reasoning effort: {_said(streamed.error)}"
             return _skipped(case, number, why), streamed
         return _failed(case, number, streamed, timing), streamed
     answered = await answer_once(endpoint, case)
@@ -282,7 +280,7 @@ def _failed(case: ProbeCase, number: int, streamed: Streamed, timing: dict[str, 
         number,
         code=str(error.code),
         chunk=error.chunk_index,
-        message=_one_line(error.message),
+        message=_said(error),
         status=error.status,
         **timing,
     )
@@ -296,7 +294,7 @@ def _answer_failed(case: ProbeCase, number: int, answered: Answered, timing: dic
         "error",
         number,
         code=str(error.code),
-        message=f"the non-streamed request: {_one_line(error.message)}",
+        message=f"the non-streamed request: {_said(error)}",
         status=error.status,
         **timing,
     )
@@ -313,6 +311,11 @@ def _save(folder: Path | None, name: str, done: Streamed | Answered) -> None:
 
 #: The most of a message a verdict keeps (characters).
 MESSAGE_CHARS: Final = 300
+
+
+def _said(error: LlmError) -> str:
+    """What ``error`` says, in one line, without the adapters' provider name before it."""
+    return _one_line(error.message.removeprefix(f"{PROVIDER}: "))
 
 
 def _one_line(text: str) -> str:

@@ -148,11 +148,14 @@ def run(args: argparse.Namespace) -> int:
     key = os.environ.get(args.api_key_env or WIRES[args.api].key_env) or None
     style = Style(wants_color(args.color, sys.stdout))
     show_bar = args.progress and not args.json and is_terminal(sys.stderr)
-    if not args.json:
-        sys.stdout.write(f"probing {args.base_url} ({args.api}, model {args.model})\n{style(HEADER, 'bold')}\n")
+    heading = f"probing {args.base_url} ({args.api}, model {args.model})\n{style(HEADER, 'bold')}\n"
     with progress(len(cases) * args.repeat, show_bar, wants_color(args.color, sys.stderr), "probing") as bar:
 
         def ended(case_run: CaseRun) -> None:
+            nonlocal heading
+            if heading and not args.json:  # written with the first row: an endpoint that cannot be probed has none
+                sys.stdout.write(heading)
+                heading = ""
             text = json_text(case_run.to_json()) if args.json else format_run(case_run, style)
             sys.stdout.write(text + "\n")
             if bar is not None:

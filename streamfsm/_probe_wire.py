@@ -73,25 +73,29 @@ class Wire:
 def _openai_chat(base_url: str, key: str | None, client: httpx.AsyncClient, deadline: float | None) -> HttpAdapter:
     from ._providers.openai_chat_adapter import OpenAICompatibleAdapter
 
-    return OpenAICompatibleAdapter(base_url, api_key=key, client=client, deadline=deadline, provider="probe")
+    return OpenAICompatibleAdapter(base_url, api_key=key, client=client, deadline=deadline, provider=PROVIDER)
 
 
 def _anthropic(base_url: str, key: str | None, client: httpx.AsyncClient, deadline: float | None) -> HttpAdapter:
     from ._providers.anthropic_messages_adapter import AnthropicAdapter
 
-    return AnthropicAdapter(base_url=base_url, api_key=key, client=client, deadline=deadline, provider="probe")
+    return AnthropicAdapter(base_url=base_url, api_key=key, client=client, deadline=deadline, provider=PROVIDER)
 
 
 def _responses(base_url: str, key: str | None, client: httpx.AsyncClient, deadline: float | None) -> HttpAdapter:
     from ._providers.openai_responses_adapter import OpenAIResponsesAdapter
 
-    return OpenAIResponsesAdapter(base_url, api_key=key, client=client, deadline=deadline, provider="probe")
+    return OpenAIResponsesAdapter(base_url, api_key=key, client=client, deadline=deadline, provider=PROVIDER)
 
 
 def _gemini(base_url: str, key: str | None, client: httpx.AsyncClient, deadline: float | None) -> HttpAdapter:
     from ._providers.gemini_adapter import GeminiAdapter
 
-    return GeminiAdapter(base_url=base_url, api_key=key, client=client, deadline=deadline, provider="probe")
+    return GeminiAdapter(base_url=base_url, api_key=key, client=client, deadline=deadline, provider=PROVIDER)
+
+
+#: The adapters' provider name: what their errors begin with.
+PROVIDER: Final = "probe"
 
 
 def _converter(module: str, name: str) -> Callable[[], Converter]:

@@ -104,11 +104,16 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._providers import OpenAIResponsesConverter as OpenAIResponsesConverter
     from ._providers import describe_kept as describe_kept
     from ._providers import from_anthropic_events as from_anthropic_events
+    from ._providers import from_anthropic_message as from_anthropic_message
     from ._providers import from_bedrock_events as from_bedrock_events
+    from ._providers import from_bedrock_response as from_bedrock_response
     from ._providers import from_cohere_events as from_cohere_events
+    from ._providers import from_cohere_response as from_cohere_response
     from ._providers import from_gemini_chunks as from_gemini_chunks
+    from ._providers import from_gemini_response as from_gemini_response
     from ._providers import from_openai_chunks as from_openai_chunks
     from ._providers import from_openai_completion as from_openai_completion
+    from ._providers import from_openai_response as from_openai_response
     from ._providers import from_openai_responses_events as from_openai_responses_events
     from ._providers import read_turns as read_turns
     from ._reader import open_recordings as open_recordings

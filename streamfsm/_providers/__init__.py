@@ -27,8 +27,10 @@ Every wire API has the same files, named for the API: ``<api>.py``, its sans-IO 
 Beside them, ``<api>_body.py`` reads the wire API's non-streamed answer (one response body, a dict or the SDK's
 object) into a :class:`~streamfsm.StreamResult`: it turns the body into the events its stream would have been
 (each block whole, in one delta) and runs them through the API's converter and the machine (``convert.answer``),
-so that a body gives what its stream gives, by the same rules. ``openai_chat_body.py``:
-:func:`from_openai_completion`.
+so that a body gives what its stream gives, by the same rules: ``openai_chat_body.py``
+(:func:`from_openai_completion`), ``anthropic_messages_body.py`` (:func:`from_anthropic_message`),
+``openai_responses_body.py`` (:func:`from_openai_response`), ``gemini_body.py`` (:func:`from_gemini_response`),
+``bedrock_body.py`` (:func:`from_bedrock_response`), ``cohere_body.py`` (:func:`from_cohere_response`).
 
 The shared pieces, each named for what it holds:
 
@@ -91,16 +93,21 @@ from __future__ import annotations
 
 from .anthropic_messages import AnthropicConverter, from_anthropic_events
 from .anthropic_messages_adapter import AnthropicAdapter
+from .anthropic_messages_body import from_anthropic_message
 from .base import HttpAdapter, HttpSettings
 from .bedrock import BedrockConverter, from_bedrock_events
+from .bedrock_body import from_bedrock_response
 from .cohere import CohereConverter, from_cohere_events
+from .cohere_body import from_cohere_response
 from .gemini import GeminiConverter, from_gemini_chunks
 from .gemini_adapter import GeminiAdapter
+from .gemini_body import from_gemini_response
 from .openai_chat import OpenAIConverter, from_openai_chunks
 from .openai_chat_adapter import OpenAICompatibleAdapter
 from .openai_chat_body import from_openai_completion
 from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
 from .openai_responses_adapter import OpenAIResponsesAdapter
+from .openai_responses_body import from_openai_response
 from .replay import KeptBlock, describe_kept, kept_blocks
 from .turns import read_turns
 
@@ -120,11 +127,16 @@ __all__ = [
     "OpenAIResponsesConverter",
     "describe_kept",
     "from_anthropic_events",
+    "from_anthropic_message",
     "from_bedrock_events",
+    "from_bedrock_response",
     "from_cohere_events",
+    "from_cohere_response",
     "from_gemini_chunks",
+    "from_gemini_response",
     "from_openai_chunks",
     "from_openai_completion",
+    "from_openai_response",
     "from_openai_responses_events",
     "kept_blocks",
     "read_turns",

@@ -25,7 +25,14 @@ from .convert import another_turn, closing, convert, count, is_position, malform
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
-__all__ = ["BedrockConverter", "bedrock_failure", "bedrock_usage", "from_bedrock_events", "sdk_errors"]
+__all__ = [
+    "BedrockConverter",
+    "bedrock_failure",
+    "bedrock_usage",
+    "client_failure",
+    "from_bedrock_events",
+    "sdk_errors",
+]
 
 _FINISH: dict[str, WireFinishReason] = {
     "end_turn": {"kind": "stop"},
@@ -86,8 +93,12 @@ def _client_error(exc: BaseException) -> LlmError | None:
     ``{"Error": {"Code": "throttlingException", "Message": ...}}``, with ``ResponseMetadata`` on a ``ClientError``.
     """
     response = getattr(exc, "response", None)
-    if not isinstance(response, Mapping):
-        return None
+    return client_failure(response) if isinstance(response, Mapping) else None
+
+
+def client_failure(response: Mapping[str, Any]) -> LlmError | None:
+    """The coded error of a botocore error response (``{"Error": {"Code", "Message"}, "ResponseMetadata"}``, what a
+    ``ClientError`` holds), or None if it is not one."""
     error = response.get("Error")
     if not isinstance(error, Mapping) or not isinstance(error.get("Code"), str) or not error["Code"]:
         return None

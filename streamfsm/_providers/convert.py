@@ -35,6 +35,7 @@ __all__ = [
     "another_turn",
     "answer",
     "as_event",
+    "body_chunks",
     "closing",
     "convert",
     "count",
@@ -225,17 +226,25 @@ async def _convert_async(converter: Converter, events: AsyncIterable[Any], what:
 # --- A non-streamed answer ---------------------------------------------------------------------------
 
 
-def answer(converter: Converter, events: Iterable[Mapping[str, Any]], what: str, limits: Limits | None) -> StreamResult:
-    """A non-streamed answer (``what``: the body, as messages call it), given as the events its stream would have
-    been, driven through ``converter`` and assembled by the machine under ``Policy.STRICT``: the answer's
-    :class:`StreamResult` is the stream's, by the one set of rules. A body is complete by definition: one that
-    lacks its stop reason (the converter's ``STREAM_CLOSED``) is ``MALFORMED_RESPONSE``."""
+def body_chunks(
+    converter: Converter, events: Callable[[], Iterable[Mapping[str, Any]]], what: str
+) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of a non-streamed answer (``what``: the body, as messages call it): ``events()``
+    gives the events its stream would have been (called as the chunks are first asked for, so that a body it
+    refuses fails where a stream would), driven through ``converter``. Assembled by the machine, they give the
+    stream's :class:`StreamResult`, by the one set of rules. A body is complete by definition: one that lacks its
+    stop reason (the converter's ``STREAM_CLOSED``) is ``MALFORMED_RESPONSE``."""
     try:
-        return assemble(_convert_sync(converter, events, what), limits=limits)
+        yield from _convert_sync(converter, events(), what)
     except LlmError as err:
         if err.code != ErrorCode.STREAM_CLOSED:
             raise
         raise malformed(f"{what} is incomplete: {err.message.replace('the stream ended', 'it ends', 1)}") from None
+
+
+def answer(chunks: Iterable[StreamChunk], limits: Limits | None) -> StreamResult:
+    """A non-streamed answer's :class:`StreamResult`: its :func:`body_chunks` assembled under ``Policy.STRICT``."""
+    return assemble(chunks, limits=limits)
 
 
 # --- Turns --------------------------------------------------------------------------------------------

@@ -8,15 +8,16 @@ result is the stream's, by the same rules (kept parts, finish and usage mapping,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._config import Limits
 from .._models import StreamResult
-from .convert import answer, as_event, malformed
+from .._wire import StreamChunk
+from .convert import answer, as_event, body_chunks, malformed
 from .openai_chat import OpenAIConverter
 
-__all__ = ["completion_events", "from_openai_completion"]
+__all__ = ["completion_chunks", "completion_events", "from_openai_completion"]
 
 
 def _delta(choice: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -62,6 +63,15 @@ def completion_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [chunk]
 
 
+#: What messages call the body.
+WHAT = "a chat.completion body"
+
+
+def completion_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+    """The block-protocol chunks of the chat completion body ``body``: what its stream would have been converted to."""
+    return body_chunks(OpenAIConverter(limits), lambda: completion_events(as_event(body, WHAT)), WHAT)
+
+
 def from_openai_completion(body: Any, *, limits: Limits | None = None) -> StreamResult:
     """Read a non-streamed chat completion into the :class:`~streamfsm.StreamResult` its stream would assemble to.
 
@@ -76,5 +86,4 @@ def from_openai_completion(body: Any, *, limits: Limits | None = None) -> Stream
     ``EMPTY_RESPONSE`` for a ``stop`` with no content, and the machine's codes (``LIMIT_EXCEEDED`` past
     ``limits``).
     """
-    what = "a chat.completion body"
-    return answer(OpenAIConverter(limits), completion_events(as_event(body, what)), what, limits)
+    return answer(completion_chunks(body, limits), limits)

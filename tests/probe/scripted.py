@@ -4,9 +4,11 @@ as a script says, conforming or with one of the bugs servers are reported to hav
 :class:`ScriptedModel` decides the answer to a request, the same for a streamed and a non-streamed request: a tool
 call when tools are offered and no tool result came back (two calls, to ``get_weather`` for Paris and Tokyo, when
 the prompt says "both at once"), a long text when asked for hundreds of words, a text cut at ``max_tokens`` words,
-reasoning when a reasoning effort is asked for (``reasons=True``). The non-streamed body is always conforming;
-:func:`openai_stream` renders the streamed body of a script (:data:`OPENAI_SCRIPTS`), :func:`anthropic_stream`
-the Messages API's (:data:`ANTHROPIC_SCRIPTS`). Set :func:`serve` as the :class:`SSEServer`'s ``answer``.
+reasoning when a reasoning effort is asked for (``reasons=True``, chat completions and Messages). The
+non-streamed body is always conforming; :func:`openai_stream` renders the streamed body of a script
+(:data:`OPENAI_SCRIPTS`), :func:`anthropic_stream` the Messages API's (:data:`ANTHROPIC_SCRIPTS`),
+:func:`responses_stream` the Responses API's (:data:`RESPONSES_SCRIPTS`). Set :func:`serve` as the
+:class:`SSEServer`'s ``answer``.
 """
 
 from __future__ import annotations
@@ -52,10 +54,11 @@ class ScriptedModel:
     varies: bool = False
 
     def answer(self, request: dict[str, Any], *, streamed: bool) -> Answer:
-        messages = request.get("messages", [])
+        messages = request.get("messages") or request.get("input") or []
         prompt = _text(messages[-1].get("content")) if messages else ""
         last_is_tool = bool(messages) and (
             messages[-1].get("role") == "tool"
+            or messages[-1].get("type") == "function_call_output"
             or any(part.get("type") == "tool_result" for part in _parts(messages[-1].get("content")))
         )
         out = Answer(input_tokens=sum(len(_text(m.get("content")).split()) for m in messages) + 3)
@@ -68,7 +71,7 @@ class ScriptedModel:
             words = (LONG if "400 words" in prompt or "300 words" in prompt else HELLO).split()
             if "Count from 1" in prompt:
                 words = [str(n) for n in range(1, 201)]
-            limit = request.get("max_tokens") or request.get("max_completion_tokens")
+            limit = request.get("max_tokens") or request.get("max_output_tokens")
             if limit and len(words) > limit:
                 words, out.cut = words[:limit], True
             out.text = " ".join(words)
@@ -259,9 +262,88 @@ def anthropic_stream(answer: Answer, script: str) -> list[str]:
 ANTHROPIC_SCRIPTS = ("conforming", "partial-json-unopened")
 
 
+# -- OpenAI Responses ----------------------------------------------------------------------------------------
+
+
+def _response(answer: Answer, output: list[dict[str, Any]], done: bool) -> dict[str, Any]:
+    status = "in_progress" if not done else "incomplete" if answer.cut else "completed"
+    out: dict[str, Any] = {
+        "id": "resp_s",
+        "object": "response",
+        "model": "scripted",
+        "status": status,
+        "output": output,
+    }
+    if done:
+        out["usage"] = {
+            "input_tokens": answer.input_tokens,
+            "output_tokens": answer.output_tokens,
+            "total_tokens": answer.input_tokens + answer.output_tokens,
+        }
+        out["incomplete_details"] = {"reason": "max_output_tokens"} if answer.cut else None
+    return out
+
+
+def _output(answer: Answer, arguments: Callable[[Call], str] = lambda call: call.arguments) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if answer.text:
+        text = {"type": "output_text", "text": answer.text, "annotations": []}
+        items.append({"type": "message", "id": "msg_s", "role": "assistant", "status": "completed", "content": [text]})
+    items.extend(
+        {"type": "function_call", "id": f"fc_{c.id}", "call_id": c.id, "name": c.name, "arguments": arguments(c)}
+        for c in answer.calls
+    )
+    return items
+
+
+def responses_body(answer: Answer) -> dict[str, Any]:
+    """The conforming non-streamed response."""
+    return _response(answer, _output(answer), True)
+
+
+def responses_stream(answer: Answer, script: str) -> list[str]:
+    """The streamed body's events for ``script`` (one of :data:`RESPONSES_SCRIPTS`)."""
+
+    def arguments(call: Call) -> list[str]:
+        fragments = pieces(call.arguments, 5)
+        return fragments[1:] if script == "first-fragment-dropped" else fragments
+
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": _response(answer, [], False)}]
+    output = _output(answer, lambda call: "".join(arguments(call)))
+    for position, item in enumerate(output):
+        if item["type"] == "message":
+            empty = {**item, "status": "in_progress", "content": []}
+            events.append({"type": "response.output_item.added", "output_index": position, "item": empty})
+            part = {"type": "output_text", "text": "", "annotations": []}
+            where = {"item_id": item["id"], "output_index": position, "content_index": 0}
+            events.append({"type": "response.content_part.added", **where, "part": part})
+            events.extend(
+                {"type": "response.output_text.delta", **where, "delta": piece} for piece in pieces(answer.text)
+            )
+            events.append({"type": "response.output_text.done", **where, "text": answer.text})
+            events.append({"type": "response.content_part.done", **where, "part": item["content"][0]})
+        else:
+            call = next(c for c in answer.calls if c.id == item["call_id"])
+            opened = {**item, "status": "in_progress", "arguments": ""}
+            events.append({"type": "response.output_item.added", "output_index": position, "item": opened})
+            where = {"item_id": item["id"], "output_index": position}
+            events.extend(
+                {"type": "response.function_call_arguments.delta", **where, "delta": piece} for piece in arguments(call)
+            )
+            events.append({"type": "response.function_call_arguments.done", **where, "arguments": item["arguments"]})
+        events.append({"type": "response.output_item.done", "output_index": position, "item": item})
+    last = "response.incomplete" if answer.cut else "response.completed"
+    events.append({"type": last, "response": _response(answer, output, True)})
+    return [f"event: {e['type']}\ndata: {orjson.dumps(e).decode()}" for e in events]
+
+
+#: The scripts of the Responses stream.
+RESPONSES_SCRIPTS = ("conforming", "first-fragment-dropped")
+
+
 def serve(model: ScriptedModel, script: str, *, delay: float = 0.0) -> Callable[[Recorded], SSE | Reply]:
-    """The server's ``answer``: chat completions at ``/chat/completions``, Messages at ``/v1/messages``; ``delay``
-    seconds before each event of a stream."""
+    """The server's ``answer``: chat completions at ``/chat/completions``, Messages at ``/v1/messages``, Responses
+    at ``/responses``; ``delay`` seconds before each event of a stream."""
 
     def answer(request: Recorded) -> SSE | Reply:
         body = request.json()
@@ -269,6 +351,8 @@ def serve(model: ScriptedModel, script: str, *, delay: float = 0.0) -> Callable[
         said = model.answer(body, streamed=streamed)
         if request.path.endswith("/v1/messages"):
             return SSE(anthropic_stream(said, script), delay) if streamed else Reply(200, anthropic_body(said))
+        if request.path.endswith("/responses"):
+            return SSE(responses_stream(said, script), delay) if streamed else Reply(200, responses_body(said))
         return SSE(openai_stream(said, script), delay) if streamed else Reply(200, openai_body(said))
 
     return answer

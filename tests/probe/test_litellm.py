@@ -8,7 +8,8 @@ What LiteLLM serves right passes, with no false alarm; what it serves wrong is r
   ``usage.input_tokens``;
 - ``mock_tool_calls`` are answered non-streamed only: the stream has the text and no tool call
   (``mock_completion`` builds the stream from ``mock_response`` alone), so every case diverges on ``tool_calls``;
-- Gemini's ``streamGenerateContent`` streams the text right (and its usage as the chat stream does);
+- Gemini's ``streamGenerateContent`` streams the text right, with the same usage as the chat stream (the same
+  constant non-streamed, the same ``usage`` divergence);
 - a streamed request to ``/v1/messages`` is answered with one JSON message, not an event stream, and a streamed
   request to ``/v1/responses`` with HTTP 500 and an error event: neither can be probed.
 """
@@ -59,15 +60,18 @@ def test_chat_completions_drop_the_mock_tool_calls_when_streaming(litellm: str) 
     assert report.verdicts() == {"text": "diverges", "tool-forced": "diverges"}
     for run in report.runs:
         assert run.content == "same"  # the text is the same both ways
-        assert [(d.field, d.streamed, d.non_streamed) for d in run.differences] == [
-            ("tool_calls", [], ["get_weather"])
-        ]
+        assert [(d.field, d.streamed, d.non_streamed) for d in run.differences] == [("tool_calls", [], ["get_weather"])]
 
 
 def test_gemini_with_a_text_mock(litellm: str) -> None:
-    cases = [case for case in sf.PROBE_CASES if case.name in ("text", "long-text", "abort", "concurrent")]
-    report = probe(litellm, "mock-text", "gemini", cases=cases)
-    assert report.verdicts() == dict.fromkeys(("text", "long-text", "abort", "concurrent"), "pass")
+    report = probe(litellm, "mock-text", "gemini")
+    assert report.verdicts() == {
+        **{case.name: "pass" for case in sf.PROBE_CASES},
+        "usage": "diverges",
+        "reasoning": "skipped",
+    }
+    usage = next(run for run in report.runs if run.case == "usage")
+    assert [(d.field, d.non_streamed) for d in usage.differences] == [("usage.input_tokens", 10)]
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,9 @@ def test_a_conforming_server_passes_every_case(scripted: SSEServer, tmp_path: Pa
     report = run_probe(scripted, "conforming", record=tmp_path)
     assert report.verdicts() == ALL_PASS
     assert report.ok
+    assert [r.json()["stream"] for r in scripted.requests[:2]] == [True, False]
+    assert scripted.requests[0].json()["stream_options"] == {"include_usage": True}
+    assert "stream_options" not in scripted.requests[1].json()
     assert all(run.chunks > 0 and run.first_chunk is not None for run in report.runs)
     cut = next(run for run in report.runs if run.case == "max-tokens")
     assert cut.content == "same"  # a cut answer is compared like any other: both are cut at the same word
@@ -96,6 +99,34 @@ def test_each_reported_bug_is_caught(
             assert run.chunk is not None and run.message and "arguments" in run.message
         else:
             assert run.code is None and field in [d.field for d in run.differences]
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai-responses"])
+def test_a_conforming_server_passes_every_case_on_the_other_apis(scripted: SSEServer, api: str) -> None:
+    report = run_probe(scripted, "conforming", api=api)
+    # The scripted model reasons on chat completions and Messages only (Responses asks for it otherwise).
+    assert report.verdicts() == {**ALL_PASS, **({"reasoning": "skipped"} if api == "openai-responses" else {})}
+    path = "/v1/messages" if api == "anthropic" else "/responses"
+    assert {r.path for r in scripted.requests} == {path}
+
+
+@pytest.mark.parametrize(
+    ("api", "script", "expected"),
+    [
+        # vLLM's Anthropic endpoint: partial_json without its opening {".
+        ("anthropic", "partial-json-unopened", dict.fromkeys(TOOL_CASES, "invalid")),
+        # vLLM, Kimi K2 on /v1/responses: the first fragment shares the delta with the name, and is dropped.
+        ("openai-responses", "first-fragment-dropped", dict.fromkeys(TOOL_CASES, "invalid")),
+    ],
+)
+def test_each_reported_bug_is_caught_on_the_other_apis(
+    scripted: SSEServer, api: str, script: str, expected: dict[str, str]
+) -> None:
+    report = run_probe(scripted, script, api=api, cases=[c for c in sf.PROBE_CASES if c.name != "reasoning"])
+    assert report.verdicts() == {**{k: v for k, v in ALL_PASS.items() if k != "reasoning"}, **expected}
+    for run in report.runs:
+        if run.case in expected:
+            assert run.code == "TOOL_ARGUMENTS_INVALID" and run.message and "Paris" in run.message
 
 
 def test_the_leaked_markup_is_shown_as_the_text_that_differs(scripted: SSEServer) -> None:

@@ -89,12 +89,6 @@ def parity(
     content, the server is nondeterministic for this request and content parity is ``"unknown"``; the stream's
     structure must then match either non-streamed answer's. ``input_tokens=True`` compares the input token
     counts too (structure: the same prompt is the same count).
-
-    >>> import streamfsm as sf
-    >>> a = sf.StreamResult(blocks=[sf.TextBlock(text="Hi")], finish=sf.FinishReason(kind="stop"))
-    >>> b = sf.StreamResult(blocks=[sf.TextBlock(text="Hi!")], finish=sf.FinishReason(kind="stop"))
-    >>> [str(d) for d in sf.parity(a, b).differences]
-    ["text (from character 2): streamed 'Hi', non-streamed 'Hi!'"]
     """
     structure = _structure(streamed, non_streamed, input_tokens)
     if structure and again is not None and not _structure(streamed, again, input_tokens):

@@ -45,7 +45,7 @@ def format_run(run: CaseRun, style: Style, *, details: bool = True) -> str:
     row = f"{printable(name):<{_CASE}} {verdict} {_ms(run.first_chunk):>11} {run.chunks:>7} {_ms(run.duration):>9}"
     if not details:
         return row
-    below = [style(f"    {printable(line)}", "dim" if run.ok else "") for line in detail(run)]
+    below = [style(f"    {printable(line)}", *(("dim",) if run.ok else ())) for line in detail(run)]
     return "\n".join([row, *below])
 
 

@@ -171,3 +171,14 @@ def test_a_body_cut_mid_stream_is_invalid(server: SSEServer, capsys: pytest.Capt
     status, out, _ = probe(capsys, server, "--json", "--case", "text")
     case = orjson.loads(out.splitlines()[0])
     assert status == 1 and (case["verdict"], case["code"]) == ("invalid", "STREAM_CLOSED")
+
+
+def test_on_a_terminal_the_rows_are_coloured_and_a_progress_bar_runs(server: SSEServer) -> None:
+    from ..cli_support import on_a_terminal
+
+    server.answer = serve(ScriptedModel(), "arguments-duplicated")
+    status, screen = on_a_terminal("probe", "--base-url", server.url, "--model", "scripted", "--api-key-env", "NONE")
+    assert status == 1
+    assert "probing \x1b[36m" in screen  # the bar, its label first
+    assert "\x1b[32mpass" in screen and "\x1b[31;1minvalid" in screen
+    assert "\x1b[1;31m11 case runs: 7 pass, 1 skipped, 3 invalid (" in screen

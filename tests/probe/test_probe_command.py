@@ -179,6 +179,6 @@ def test_on_a_terminal_the_rows_are_coloured_and_a_progress_bar_runs(server: SSE
     server.answer = serve(ScriptedModel(), "arguments-duplicated")
     status, screen = on_a_terminal("probe", "--base-url", server.url, "--model", "scripted", "--api-key-env", "NONE")
     assert status == 1
-    assert "probing \x1b[36m" in screen  # the bar, its label first
+    assert "probing \x1b[2m\u2500" in screen and "/11 0:0" in screen  # the bar, its label first
     assert "\x1b[32mpass" in screen and "\x1b[31;1minvalid" in screen
     assert "\x1b[1;31m11 case runs: 7 pass, 1 skipped, 3 invalid (" in screen

@@ -135,7 +135,7 @@ async def probe(
     repeat: int = 1,
     record: str | Path | None = None,
     deadline: float | None = 120.0,
-    timeout: float | None = 60.0,
+    timeout: float | None = None,
     on_run: Callable[[CaseRun], None] | None = None,
 ) -> ProbeReport:
     """Probe the endpoint at ``base_url``: run each case (default :data:`~._probe_cases.PROBE_CASES`) ``repeat`` times.
@@ -144,7 +144,8 @@ async def probe(
     adapter takes (``http://localhost:8000/v1`` for chat completions and Responses, the root for Anthropic and
     Gemini). ``record`` is a folder where every successful body is saved (``<case>.sse`` streamed, which
     ``streamfsm check`` replays; ``<case>.json`` non-streamed). ``deadline`` bounds each request (seconds, from
-    sending it to its last byte), ``timeout`` each connect and read. ``on_run`` is called with each run as it ends.
+    sending it to its last byte), ``timeout`` each connect (10 s at most) and read (default: the deadline alone).
+    ``on_run`` is called with each run as it ends.
 
     Returns the :class:`ProbeReport`. Raises :class:`LlmError` when the endpoint cannot be probed at all: the first
     case's stream failed before its first chunk (unreachable, refused key, unknown model, a body that is not an
@@ -154,8 +155,8 @@ async def probe(
         raise LlmError(f"unknown api {api!r}: one of {', '.join(WIRES)}", ErrorCode.INVALID_REQUEST)
     if repeat < 1:
         raise LlmError(f"repeat must be 1 or more, got {repeat}", ErrorCode.INVALID_REQUEST)
-    endpoint = Endpoint(WIRES[api], base_url.rstrip("/"), model, api_key, deadline, timeout)
     folder = None if record is None else Path(record)
+    endpoint = Endpoint(WIRES[api], base_url.rstrip("/"), model, api_key, deadline, timeout, folder is not None)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     report = ProbeReport(api, endpoint.base_url, model)

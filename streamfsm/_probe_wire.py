@@ -223,8 +223,10 @@ def request_body(wire: Wire, adapter: HttpAdapter, case: ProbeCase, model: str) 
 
 @dataclass
 class Capture:
-    """The body of one response, as read (raw: its content coding undone when written), up to :data:`MAX_RECORDED`."""
+    """The body of one response, as read (raw: its content coding undone when written), up to :data:`MAX_RECORDED`;
+    nothing of it unless ``keep`` (only ``--record`` keeps bodies)."""
 
+    keep: bool = False
     status: int | None = None
     encoding: str | None = None
     pieces: list[bytes] = field(default_factory=list)
@@ -232,6 +234,8 @@ class Capture:
     cut: bool = False
 
     def add(self, piece: bytes) -> None:
+        if not self.keep:
+            return
         if self.size + len(piece) > MAX_RECORDED:
             self.cut = True
             return
@@ -315,8 +319,10 @@ class Endpoint:
     api_key: str | None = None
     #: Seconds a whole request may take (the adapters' ``deadline``); ``TIMEOUT`` past it.
     deadline: float | None = 120.0
-    #: Seconds to connect, and between two reads.
-    timeout: float | None = 60.0
+    #: Seconds to connect (10 at most), and between two reads (None: the deadline bounds them).
+    timeout: float | None = None
+    #: Whether the bodies are kept, to be recorded.
+    record: bool = False
 
 
 @dataclass
@@ -345,7 +351,7 @@ class Answered:
 async def stream_once(endpoint: Endpoint, case: ProbeCase, *, stop_after: int | None = None) -> Streamed:
     """Stream ``case``, every chunk through the machine (``Policy.STRICT``); with ``stop_after``, close the stream
     after that many chunks (what a client that goes away does), and the result stays None."""
-    out = Streamed()
+    out = Streamed(capture=Capture(endpoint.record))
     started = time.perf_counter()
     async with _client(out.capture, endpoint.timeout) as client:
         adapter = endpoint.wire.adapter(endpoint.base_url, endpoint.api_key, client, endpoint.deadline)
@@ -391,7 +397,7 @@ async def answer_once(endpoint: Endpoint, case: ProbeCase) -> Answered:
     """Send ``case`` non-streamed and read the answer with the wire API's reader."""
     from ._providers.http import request_json
 
-    out = Answered()
+    out = Answered(capture=Capture(endpoint.record))
     async with _client(out.capture, endpoint.timeout) as client:
         adapter = endpoint.wire.adapter(endpoint.base_url, endpoint.api_key, client, endpoint.deadline)
         try:

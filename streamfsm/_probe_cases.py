@@ -163,6 +163,7 @@ BUILTIN: Final[Sequence[Mapping[str, Any]]] = (
         "description": "an answer with reasoning (skipped where the model does not reason)",
         "messages": "Is 391 a prime number? Think it through, then answer yes or no.",
         "reasoning_effort": "low",
+        "temperature": None,  # reasoning models take none (Anthropic's thinking wants its default)
         "needs_reasoning": True,
     },
     {

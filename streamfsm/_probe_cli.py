@@ -72,6 +72,13 @@ def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
         default=[],
         help="run only this case (repeatable; built-in or from --cases)",
     )
+    probe.add_argument(
+        "--temperature",
+        type=_temperature,
+        metavar="T",
+        help="the temperature of every case's request, or 'none' to send none (reasoning models refuse one); "
+        "default: each case's own (0, but none for reasoning)",
+    )
     probe.add_argument("--repeat", type=int, default=1, metavar="N", help="run each case N times (default 1)")
     probe.add_argument(
         "--record",
@@ -104,6 +111,15 @@ def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
     probe.set_defaults(run=run)
 
 
+def _temperature(text: str) -> float | str:
+    if text.lower() == "none":
+        return "none"
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(text)
+    return value
+
+
 def _complain(text: str) -> None:
     from ._check import printable
 
@@ -122,6 +138,9 @@ def _cases(args: argparse.Namespace) -> list[ProbeCase]:
         if unknown:
             raise LlmError(f"no case named {', '.join(map(repr, unknown))}; the cases: {', '.join(known)}", "USAGE")
         cases = [case for case in cases if case.name in args.only]
+    if args.temperature is not None:
+        temperature = None if args.temperature == "none" else args.temperature
+        cases = [case.model_copy(update={"temperature": temperature}) for case in cases]
     return cases
 
 

@@ -97,6 +97,16 @@ def test_cases_from_a_file_are_added(server: SSEServer, capsys: pytest.CaptureFi
         ("weather-tokyo", 2, "pass"),
     ]
     assert server.requests[0].json()["tool_choice"] == "required"
+    assert server.requests[0].json()["temperature"] == 0
+
+
+@pytest.mark.parametrize(("given", "sent"), [("none", None), ("0.7", 0.7)])
+def test_temperature_for_every_case(
+    server: SSEServer, capsys: pytest.CaptureFixture[str], given: str, sent: float | None
+) -> None:
+    server.answer = serve(ScriptedModel(), "conforming")
+    status, _, _ = probe(capsys, server, "--case", "text", "--temperature", given)
+    assert status == 0 and [r.json().get("temperature") for r in server.requests] == [sent, sent]
 
 
 @pytest.mark.parametrize(

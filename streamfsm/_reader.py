@@ -1,7 +1,12 @@
 """The one reader of recordings: the library, the command and the tests read every recorded stream here.
 
 What a source, a format and a stream are is ``_recordings.py``'s; this module reads each format: JSON lines and
-session logs here, a provider's stream through its wire API's converter (``_providers/recorded.py``).
+session logs here, a provider's stream through its wire API's converter (``_providers/recorded.py``). A provider
+format also reads the wire API's non-streamed answer: a source that is one JSON object, pretty-printed over
+several lines, is one response body, and JSON lines whose first line is one are one body a line
+(``_bodies.recorded_bodies``): each body is read as the one stream (one turn) it stands for by the wire API's body
+reader (``sf.from_openai_completion``, ...; ``_providers/recorded.body_streams``), every chunk at the body's
+first line.
 
 One rule for every format and entry point (``read_recordings``, ``read_session``, ``assemble_jsonl``,
 ``validate_jsonl``, ``streamfsm check`` and ``assemble``):
@@ -30,9 +35,10 @@ from typing import Any
 
 import orjson
 
+from ._bodies import recorded_bodies
 from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
 from ._lines import not_json
-from ._providers.recorded import provider_streams
+from ._providers.recorded import body_streams, provider_streams
 from ._recordings import (
     FORMATS,
     ROW_SHOWN,
@@ -86,6 +92,9 @@ def scan_recordings(
         return fmt, iter([stream])
     if fmt == "harness-session":
         return fmt, _session_streams(lines, path)
+    bodies = recorded_bodies(lines, fmt)
+    if bodies is not None:  # non-streamed answers: one stream each
+        return fmt, body_streams(bodies, fmt, path)
     return fmt, provider_streams(lines, fmt, path)
 
 

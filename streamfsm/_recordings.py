@@ -424,16 +424,19 @@ def _is_session_record(record: dict[str, Any]) -> bool:
 
 
 def detect(lines: Lines) -> str:
+    from ._bodies import body_format, whole_document  # it reads this module's lines and fields
+
     first = lines.first_content()
     if first.startswith(b"{"):
         try:
             record = orjson.loads(first)
         except orjson.JSONDecodeError:
-            return "jsonl"
+            document = whole_document(lines)  # a body written over several lines (pretty-printed)
+            return (body_format(document) if isinstance(document, dict) else None) or "jsonl"
         if isinstance(record, dict):
             if _is_session_record(record):
                 return "harness-session"
-            return _provider_of(record) or "jsonl"
+            return _provider_of(record) or body_format(record) or "jsonl"
         return "jsonl"
     if first.startswith(_SSE_FIELDS):
         provider = _sse_provider(lines.peek(_SNIFF_LINES))
@@ -496,7 +499,8 @@ def converter_hint(chunk: object) -> str:
 
 
 def detect_format(source: RecordingSource) -> str:
-    """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not).
+    """The format of a recording, told from its first lines (:class:`UnknownFormat` if an SSE body's is not), or
+    from the whole of it when it is one JSON object written over several lines: a wire API's response body.
 
     A first line that is a JSON object: a session log's line (its ``session`` header, a packed row, or an
     event with an ``x/y`` type, ``seq`` and ``data``) is ``harness-session``; a provider's event (as JSON

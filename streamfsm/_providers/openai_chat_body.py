@@ -49,7 +49,8 @@ def completion_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return [body]
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise malformed(f"a chat.completion body must have a non-empty 'choices' list, got {type(choices).__name__}")
+        given = "an empty list" if choices == [] else type(choices).__name__
+        raise malformed(f"a chat.completion body must have a non-empty 'choices' list, got {given}")
     streamed = []
     for choice in choices:
         if not isinstance(choice, Mapping):

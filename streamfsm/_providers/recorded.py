@@ -5,17 +5,34 @@ the line of the event it came from. The one reader (``streamfsm/_reader.py``) re
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Final
 
 from .._errors import ErrorCode, LlmError
 from .._lines import MAX_LINE_BYTES
 from .._recordings import READERS, Entry, Lines, Numbered, RecordedChunks, Where
+from .._wire import StreamChunk
+from .anthropic_messages_body import message_chunks
+from .bedrock_body import converse_chunks
+from .cohere_body import chat_chunks
 from .convert import END_OF_TURN, Turns, event_object
+from .gemini_body import generate_content_chunks
+from .openai_chat_body import completion_chunks
+from .openai_responses_body import response_chunks
 from .sse import SSEParser
 from .turns import TURN_APIS
 
-__all__ = ["provider_streams"]
+__all__ = ["body_streams", "provider_streams"]
+
+#: Per provider format: the chunks of its non-streamed answer, one response body (the ``<api>_body.py`` modules).
+_BODIES: Final[dict[str, Callable[[Any], Iterator[StreamChunk]]]] = {
+    "openai-sse": completion_chunks,
+    "anthropic-sse": message_chunks,
+    "openai-responses": response_chunks,
+    "gemini": generate_content_chunks,
+    "bedrock": converse_chunks,
+    "cohere": chat_chunks,
+}
 
 #: The SSE bodies whose last turn must end with a marker of their own, as the adapters require it; the other wire
 #: APIs' converters say whether the response was complete when the body ends.
@@ -105,3 +122,34 @@ def _turn_entries(chunks: Iterator[Any], where: Where, stream: RecordedChunks, t
         where.failed = None
         stream.failure, stream.failure_line, stream.failure_text = err, line, text
     stream.more = turns.more
+
+
+def body_streams(bodies: Iterator[tuple[int, object]], fmt: str, path: str) -> Iterator[RecordedChunks]:
+    """A recording of non-streamed answers (``(line, body)`` of wire API ``fmt``: a parsed body, or a line of JSON
+    lines to parse) read as one stream a body, the one turn each stands for: the chunks its stream would have
+    converted to (``<api>_body.py``), each at the body's line; what the body's reader raises (a line that is not a
+    JSON object included) becomes the stream's ``failure``."""
+    read = _BODIES[fmt]
+    who = READERS[fmt][1]
+    ahead = next(bodies, None)
+    number = 0
+    while ahead is not None:
+        line, body = ahead
+        stream = RecordedChunks(path, number, fmt, iter(()))
+        stream.entries = _body_entries(read, body, who, stream, line)
+        ahead = next(bodies, None)
+        stream.more = ahead is not None
+        yield stream
+        stream.drain()  # what the caller left of it
+        number += 1
+
+
+def _body_entries(
+    read: Callable[[Any], Iterator[StreamChunk]], body: object, who: str, stream: RecordedChunks, line: int
+) -> Iterator[Entry]:
+    try:
+        given = event_object(body.decode("utf-8", "backslashreplace"), who) if isinstance(body, bytes) else body
+        for chunk in read(given):
+            yield chunk, line, 0
+    except LlmError as err:
+        stream.failure, stream.failure_line = err, line

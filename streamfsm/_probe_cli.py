@@ -32,6 +32,7 @@ PROBE_EXIT_HELP: Final = f"""exit status:
 
 def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
     """Add the ``probe`` subcommand to the command's subparsers."""
+    from ._cli import _color_option
     from ._probe_cases import PROBE_CASES
     from ._probe_wire import APIS
 
@@ -102,12 +103,7 @@ def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
     probe.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"
     )
-    probe.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="colour the output: auto (on a terminal, the default), always or never; NO_COLOR turns it off",
-    )
+    _color_option(probe)
     probe.set_defaults(run=run)
 
 
@@ -118,12 +114,6 @@ def _temperature(text: str) -> float | str:
     if not value >= 0:
         raise ValueError(text)
     return value
-
-
-def _complain(text: str) -> None:
-    from ._check import printable
-
-    sys.stderr.write(f"streamfsm: {printable(text)}\n")
 
 
 def _cases(args: argparse.Namespace) -> list[ProbeCase]:
@@ -148,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``streamfsm probe`` with its parsed arguments; returns the exit status."""
     import asyncio
 
+    from ._cli import _complain
     from ._probe import probe
     from ._probe_report import HEADER, format_run, format_summary, junit_xml
     from ._probe_wire import WIRES

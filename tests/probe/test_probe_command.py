@@ -13,7 +13,7 @@ import pytest
 import streamfsm as sf
 
 from ..cli_support import run
-from ..sse_server import SSE, Raw, Reply, SSEServer, chunked, head
+from ..sse_server import SSE, Raw, Recorded, Reply, SSEServer, chunked, head, wait_for
 from .scripted import ScriptedModel, serve
 
 
@@ -192,3 +192,38 @@ def test_on_a_terminal_the_rows_are_coloured_and_a_progress_bar_runs(server: SSE
     assert "probing \x1b[2m\u2500" in screen and "/11 0:0" in screen  # the bar, its label first
     assert "\x1b[32mpass" in screen and "\x1b[31;1minvalid" in screen
     assert "\x1b[1;31m11 case runs: 7 pass, 1 skipped, 3 invalid (" in screen
+
+
+def test_a_server_that_hangs_after_the_first_case_gets_an_error_verdict(
+    server: SSEServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conforming = serve(ScriptedModel(), "conforming")
+    server.answer = lambda request: conforming(request) if len(server.requests) <= 2 else SSE(["data: {}"], 3.0)
+    status, out, _ = probe(capsys, server, "--json", "--case", "text", "--case", "usage", "--deadline", "0.5")
+    objects = [orjson.loads(line) for line in out.splitlines()]
+    assert status == 1
+    assert [(o.get("case"), o.get("verdict"), o.get("code")) for o in objects[:-1]] == [
+        ("text", "pass", None),
+        ("usage", "error", "TIMEOUT"),
+    ]
+    assert objects[1]["message"] == "the deadline of 0.5 s passed"
+
+
+def test_a_server_that_fails_after_a_client_went_away_fails_the_abort_case(
+    server: SSEServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conforming = serve(ScriptedModel(), "conforming", delay=0.002)
+    gone = Reply(500, {"error": {"message": "worker crashed"}})
+
+    def answer(request: Recorded) -> SSE | Reply:
+        if len(server.requests) > 1:  # the request after the one the client closed
+            wait_for(lambda: bool(server.disconnects))
+        return gone if server.disconnects else conforming(request)
+
+    server.answer = answer
+    status, out, _ = probe(capsys, server, "--json", "--case", "abort")
+    case = orjson.loads(out.splitlines()[0])
+    assert status == 1 and (case["verdict"], case["status"]) == ("error", 500)
+    assert (
+        case["message"].startswith("after a stream closed at chunk 3: HTTP 500") and "worker crashed" in case["message"]
+    )

@@ -13,7 +13,9 @@ def result(text: str = "", *calls: tuple[str, str], finish: str = "stop", usage:
         blocks.append(sf.ReasoningBlock(text=more["reasoning"]))
     if text:
         blocks.append(sf.TextBlock(text=text))
-    blocks.extend(sf.ToolCallBlock(id=sf.CallId(f"c{i}"), name=name, arguments=args) for i, (name, args) in enumerate(calls))
+    blocks.extend(
+        sf.ToolCallBlock(id=sf.CallId(f"c{i}"), name=name, arguments=args) for i, (name, args) in enumerate(calls)
+    )
     counts = None if usage is None else sf.Usage(input_tokens=usage, output_tokens=3)
     return sf.StreamResult(blocks=blocks, usage=counts, finish=sf.FinishReason(kind=finish))
 

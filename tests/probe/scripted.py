@@ -54,14 +54,15 @@ class ScriptedModel:
     varies: bool = False
 
     def answer(self, request: dict[str, Any], *, streamed: bool) -> Answer:
-        messages = request.get("messages") or request.get("input") or []
-        prompt = _text(messages[-1].get("content")) if messages else ""
+        messages = request.get("messages") or request.get("input") or request.get("contents") or []
+        prompt = _text(messages[-1].get("content", messages[-1].get("parts"))) if messages else ""
         last_is_tool = bool(messages) and (
             messages[-1].get("role") == "tool"
             or messages[-1].get("type") == "function_call_output"
             or any(part.get("type") == "tool_result" for part in _parts(messages[-1].get("content")))
+            or any("functionResponse" in part for part in _parts(messages[-1].get("parts")))
         )
-        out = Answer(input_tokens=sum(len(_text(m.get("content")).split()) for m in messages) + 3)
+        out = Answer(input_tokens=sum(len(_text(m.get("content", m.get("parts"))).split()) for m in messages) + 3)
         if request.get("tools") and not last_is_tool:
             cities = ["Paris", "Tokyo"] if "both at once" in prompt else ["Paris"]
             out.calls = [
@@ -71,7 +72,8 @@ class ScriptedModel:
             words = (LONG if "400 words" in prompt or "300 words" in prompt else HELLO).split()
             if "Count from 1" in prompt:
                 words = [str(n) for n in range(1, 201)]
-            limit = request.get("max_tokens") or request.get("max_output_tokens")
+            config = request.get("generationConfig") or {}
+            limit = request.get("max_tokens") or request.get("max_output_tokens") or config.get("maxOutputTokens")
             if limit and len(words) > limit:
                 words, out.cut = words[:limit], True
             out.text = " ".join(words)
@@ -341,9 +343,52 @@ def responses_stream(answer: Answer, script: str) -> list[str]:
 RESPONSES_SCRIPTS = ("conforming", "first-fragment-dropped")
 
 
+# -- Gemini ------------------------------------------------------------------------------------------------
+
+
+def _candidate(parts: list[dict[str, Any]], finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return candidate
+
+
+def _gemini_usage(answer: Answer) -> dict[str, Any]:
+    return {
+        "promptTokenCount": answer.input_tokens,
+        "candidatesTokenCount": answer.output_tokens,
+        "totalTokenCount": answer.input_tokens + answer.output_tokens,
+    }
+
+
+def gemini_body(answer: Answer) -> dict[str, Any]:
+    """The conforming ``generateContent`` answer."""
+    parts: list[dict[str, Any]] = []
+    if answer.text:
+        parts.append({"text": answer.text})
+    parts.extend({"functionCall": {"name": c.name, "args": orjson.loads(c.arguments)}} for c in answer.calls)
+    finish = "MAX_TOKENS" if answer.cut else "STOP"
+    return {"candidates": [_candidate(parts, finish)], "usageMetadata": _gemini_usage(answer)}
+
+
+def gemini_stream(answer: Answer) -> list[str]:
+    """The conforming ``streamGenerateContent`` body: the text in pieces, each call whole, then the finish."""
+    chunks = [{"candidates": [_candidate([{"text": piece}])]} for piece in pieces(answer.text)]
+    chunks.extend(
+        {"candidates": [_candidate([{"functionCall": {"name": c.name, "args": orjson.loads(c.arguments)}}])]}
+        for c in answer.calls
+    )
+    last = {
+        "candidates": [_candidate([], "MAX_TOKENS" if answer.cut else "STOP")],
+        "usageMetadata": _gemini_usage(answer),
+    }
+    return [f"data: {orjson.dumps(chunk).decode()}" for chunk in [*chunks, last]]
+
+
 def serve(model: ScriptedModel, script: str, *, delay: float = 0.0) -> Callable[[Recorded], SSE | Reply]:
     """The server's ``answer``: chat completions at ``/chat/completions``, Messages at ``/v1/messages``, Responses
-    at ``/responses``; ``delay`` seconds before each event of a stream."""
+    at ``/responses``, Gemini at ``:streamGenerateContent`` and ``:generateContent`` (conforming whatever the
+    script); ``delay`` seconds before each event of a stream."""
 
     def answer(request: Recorded) -> SSE | Reply:
         body = request.json()
@@ -351,6 +396,10 @@ def serve(model: ScriptedModel, script: str, *, delay: float = 0.0) -> Callable[
         said = model.answer(body, streamed=streamed)
         if request.path.endswith("/v1/messages"):
             return SSE(anthropic_stream(said, script), delay) if streamed else Reply(200, anthropic_body(said))
+        if ":streamGenerateContent" in request.path:
+            return SSE(gemini_stream(said), delay)
+        if request.path.endswith(":generateContent"):
+            return Reply(200, gemini_body(said))
         if request.path.endswith("/responses"):
             return SSE(responses_stream(said, script), delay) if streamed else Reply(200, responses_body(said))
         return SSE(openai_stream(said, script), delay) if streamed else Reply(200, openai_body(said))

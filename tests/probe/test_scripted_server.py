@@ -101,13 +101,24 @@ def test_each_reported_bug_is_caught(
             assert run.code is None and field in [d.field for d in run.differences]
 
 
-@pytest.mark.parametrize("api", ["anthropic", "openai-responses"])
-def test_a_conforming_server_passes_every_case_on_the_other_apis(scripted: SSEServer, api: str) -> None:
+@pytest.mark.parametrize(
+    ("api", "paths"),
+    [
+        ("anthropic", {"/v1/messages"}),
+        ("openai-responses", {"/responses"}),
+        (
+            "gemini",
+            {"/v1beta/models/scripted:streamGenerateContent?alt=sse", "/v1beta/models/scripted:generateContent"},
+        ),
+    ],
+)
+def test_a_conforming_server_passes_every_case_on_the_other_apis(
+    scripted: SSEServer, api: str, paths: set[str]
+) -> None:
     report = run_probe(scripted, "conforming", api=api)
-    # The scripted model reasons on chat completions and Messages only (Responses asks for it otherwise).
-    assert report.verdicts() == {**ALL_PASS, **({"reasoning": "skipped"} if api == "openai-responses" else {})}
-    path = "/v1/messages" if api == "anthropic" else "/responses"
-    assert {r.path for r in scripted.requests} == {path}
+    # The scripted model reasons on chat completions and Messages only (the others ask for it otherwise).
+    assert report.verdicts() == {**ALL_PASS, **({"reasoning": "skipped"} if api != "anthropic" else {})}
+    assert {r.path for r in scripted.requests} == paths
 
 
 @pytest.mark.parametrize(

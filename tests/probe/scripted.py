@@ -4,10 +4,10 @@ as a script says, conforming or with one of the bugs servers are reported to hav
 :class:`ScriptedModel` decides the answer to a request, the same for a streamed and a non-streamed request: a tool
 call when tools are offered and no tool result came back (two calls, to ``get_weather`` for Paris and Tokyo, when
 the prompt says "both at once"), a long text when asked for hundreds of words, a text cut at ``max_tokens`` words,
-reasoning when a reasoning effort is asked for (``reasons=True``, chat completions and Messages). The
-non-streamed body is always conforming; :func:`openai_stream` renders the streamed body of a script
-(:data:`OPENAI_SCRIPTS`), :func:`anthropic_stream` the Messages API's (:data:`ANTHROPIC_SCRIPTS`),
-:func:`responses_stream` the Responses API's (:data:`RESPONSES_SCRIPTS`). Set :func:`serve` as the
+reasoning when it is asked for, in each API's form (``reasons=True``). The non-streamed body is always
+conforming; :func:`openai_stream` renders the streamed body of a script (:data:`OPENAI_SCRIPTS`),
+:func:`anthropic_stream` the Messages API's (:data:`ANTHROPIC_SCRIPTS`), :func:`responses_stream` the Responses
+API's (:data:`RESPONSES_SCRIPTS`), :func:`gemini_stream` Gemini's (conforming only). Set :func:`serve` as the
 :class:`SSEServer`'s ``answer``.
 """
 
@@ -79,7 +79,12 @@ class ScriptedModel:
             out.text = " ".join(words)
             if last_is_tool:
                 out.text = "It is 18 degrees and clear in Paris."
-        asked = request.get("reasoning_effort") or (request.get("thinking") or {}).get("type") == "enabled"
+        asked = (
+            request.get("reasoning_effort")
+            or (request.get("thinking") or {}).get("type") == "enabled"
+            or (request.get("reasoning") or {}).get("effort")
+            or (request.get("generationConfig") or {}).get("thinkingConfig")
+        )
         if self.reasons and asked:
             out.reasoning = "391 is 17 times 23, so it is not prime."
         if not streamed:
@@ -288,6 +293,9 @@ def _response(answer: Answer, output: list[dict[str, Any]], done: bool) -> dict[
 
 def _output(answer: Answer, arguments: Callable[[Call], str] = lambda call: call.arguments) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    if answer.reasoning:
+        summary = [{"type": "summary_text", "text": answer.reasoning}]
+        items.append({"type": "reasoning", "id": "rs_s", "summary": summary})
     if answer.text:
         text = {"type": "output_text", "text": answer.text, "annotations": []}
         items.append({"type": "message", "id": "msg_s", "role": "assistant", "status": "completed", "content": [text]})
@@ -313,7 +321,21 @@ def responses_stream(answer: Answer, script: str) -> list[str]:
     events: list[dict[str, Any]] = [{"type": "response.created", "response": _response(answer, [], False)}]
     output = _output(answer, lambda call: "".join(arguments(call)))
     for position, item in enumerate(output):
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            events.append(
+                {"type": "response.output_item.added", "output_index": position, "item": {**item, "summary": []}}
+            )
+            where = {"item_id": item["id"], "output_index": position, "summary_index": 0}
+            events.append(
+                {"type": "response.reasoning_summary_part.added", **where, "part": {"type": "summary_text", "text": ""}}
+            )
+            events.extend(
+                {"type": "response.reasoning_summary_text.delta", **where, "delta": piece}
+                for piece in pieces(answer.reasoning)
+            )
+            events.append({"type": "response.reasoning_summary_text.done", **where, "text": answer.reasoning})
+            events.append({"type": "response.reasoning_summary_part.done", **where, "part": item["summary"][0]})
+        elif item["type"] == "message":
             empty = {**item, "status": "in_progress", "content": []}
             events.append({"type": "response.output_item.added", "output_index": position, "item": empty})
             part = {"type": "output_text", "text": "", "annotations": []}
@@ -363,7 +385,7 @@ def _gemini_usage(answer: Answer) -> dict[str, Any]:
 
 def gemini_body(answer: Answer) -> dict[str, Any]:
     """The conforming ``generateContent`` answer."""
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = [{"text": answer.reasoning, "thought": True}] if answer.reasoning else []
     if answer.text:
         parts.append({"text": answer.text})
     parts.extend({"functionCall": {"name": c.name, "args": orjson.loads(c.arguments)}} for c in answer.calls)
@@ -373,7 +395,8 @@ def gemini_body(answer: Answer) -> dict[str, Any]:
 
 def gemini_stream(answer: Answer) -> list[str]:
     """The conforming ``streamGenerateContent`` body: the text in pieces, each call whole, then the finish."""
-    chunks = [{"candidates": [_candidate([{"text": piece}])]} for piece in pieces(answer.text)]
+    thoughts = [{"candidates": [_candidate([{"text": p, "thought": True}])]} for p in pieces(answer.reasoning)]
+    chunks = [*thoughts, *({"candidates": [_candidate([{"text": piece}])]} for piece in pieces(answer.text))]
     chunks.extend(
         {"candidates": [_candidate([{"functionCall": {"name": c.name, "args": orjson.loads(c.arguments)}}])]}
         for c in answer.calls

@@ -116,8 +116,8 @@ def test_a_conforming_server_passes_every_case_on_the_other_apis(
     scripted: SSEServer, api: str, paths: set[str]
 ) -> None:
     report = run_probe(scripted, "conforming", api=api)
-    # The scripted model reasons on chat completions and Messages only (the others ask for it otherwise).
-    assert report.verdicts() == {**ALL_PASS, **({"reasoning": "skipped"} if api != "anthropic" else {})}
+    assert report.verdicts() == ALL_PASS
+    assert next(run for run in report.runs if run.case == "reasoning").content == "same"
     assert {r.path for r in scripted.requests} == paths
 
 

@@ -71,8 +71,9 @@ def whole_document(lines: Lines) -> object:
 def recorded_bodies(lines: Lines, fmt: str) -> Iterator[tuple[int, object]] | None:
     """The non-streamed answers of wire API ``fmt`` that the source holds, as ``(line, body)``, or None when it is a
     stream: one JSON object written over several lines (a stream of events never is: its body, at its first
-    line), or JSON lines whose first line is ``fmt``'s body (:func:`body_format`): each line one body, given as
-    it is read (its bytes, parsed by the reader of each, which refuses what is not a body)."""
+    line), or JSON lines whose first line is ``fmt``'s body (:func:`body_format`) of a shape no chunk of its stream
+    has: each line one body, given as it is read (its bytes, parsed by the reader of each, which refuses what is
+    not a body)."""
     first = lines.first_content()
     if not first.startswith(b"{"):
         return None
@@ -84,6 +85,18 @@ def recorded_bodies(lines: Lines, fmt: str) -> Iterator[tuple[int, object]] | No
             return None
         line = next(number for number, raw in enumerate(lines.ahead, 1) if raw.strip(BLANK))
         return iter([(line, document)])
-    if not isinstance(record, dict) or body_format(record) != fmt:
+    if not isinstance(record, dict) or body_format(record) != fmt or _chunk_shaped(record, fmt):
         return None
     return iter(Numbered(lines))
+
+
+def _chunk_shaped(body: Mapping[str, Any], fmt: str) -> bool:
+    """Whether ``body`` has the shape of a chunk of its wire API's stream, so that JSON lines of such are a stream:
+    Gemini's (each chunk is a ``GenerateContentResponse``), a legacy completion's (``text_completion`` chunks carry
+    their ``text`` as the body does). Alone on one line, as a stream of one chunk, it reads the same."""
+    if fmt == "gemini":
+        return True
+    choices = body.get("choices")
+    return body.get("object") == "text_completion" or (
+        isinstance(choices, list) and not any(isinstance(c, Mapping) and "message" in c for c in choices)
+    )

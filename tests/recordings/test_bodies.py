@@ -13,7 +13,7 @@ import pytest
 import streamfsm as sf
 
 from ..cli_support import run
-from ..data import BODIES
+from ..data import BODIES, MORE_PROVIDER_STREAMS
 
 #: Each folder of bodies: its format name, and the wire API's body reader.
 FORMATS = {
@@ -101,8 +101,20 @@ def test_json_lines_of_bodies_are_one_stream_a_body(tmp_path: Path, capsys: pyte
 
 
 def test_a_stream_stays_a_stream(tmp_path: Path) -> None:
-    """A stream's events are never taken for a body; a pretty-printed object that is no wire API's body is JSON
-    lines, refused by the machine at its first line."""
+    """A stream's events are never taken for a body, Gemini's chunks included (each has its body's shape: JSON lines
+    of them are its stream); a pretty-printed object that is no wire API's body is JSON lines, refused by the
+    machine at its first line."""
+    gemini = MORE_PROVIDER_STREAMS / "gemini" / "google-text.jsonl"
+    (stream,) = sf.read_recordings(gemini)
+    assert stream.failure is None and sf.assemble(stream.chunks).text
+    legacy = tmp_path / "completion.jsonl"  # a legacy completions stream: its chunks carry text as its body does
+    chunk = {
+        "id": "cmpl-7",
+        "object": "text_completion",
+        "choices": [{"index": 0, "text": "Once", "finish_reason": None}],
+    }
+    legacy.write_bytes(orjson.dumps(chunk) + b"\n" + orjson.dumps(chunk) + b"\n")
+    assert len(list(sf.read_recordings(legacy, "openai-sse"))) == 1
     other = tmp_path / "other.json"
     other.write_text('{\n  "hello": 1\n}\n')
     assert sf.detect_format(other) == "jsonl"

@@ -83,6 +83,15 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._models import kept_blocks as kept_blocks
     from ._observe import Hooks as Hooks
     from ._observe import StreamMetrics as StreamMetrics
+    from ._probe import CaseRun as CaseRun
+    from ._probe import ProbeReport as ProbeReport
+    from ._probe import probe as probe
+    from ._probe_cases import PROBE_CASES as PROBE_CASES
+    from ._probe_cases import ProbeCase as ProbeCase
+    from ._probe_cases import load_probe_cases as load_probe_cases
+    from ._probe_parity import Difference as Difference
+    from ._probe_parity import Parity as Parity
+    from ._probe_parity import parity as parity
     from ._providers import AnthropicAdapter as AnthropicAdapter
     from ._providers import AnthropicConverter as AnthropicConverter
     from ._providers import BedrockConverter as BedrockConverter

@@ -1,5 +1,5 @@
 """The ``streamfsm`` command (``python -m streamfsm``): check recorded streams, assemble one, draw the machine,
-run the demo (``_demo.py``).
+run the demo (``_demo.py``), probe a live endpoint (``_probe_cli.py``).
 
 Exit status: 0 when every stream is valid (and for ``diagram`` and ``demo`` when they ran); 1 when at least
 one stream is invalid; 2 for a usage error or an input that could not be read (a missing or unreadable file,
@@ -363,6 +363,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--model", metavar="NAME", help="the model to ask at --base-url")
     demo.set_defaults(run=_demo)
+
+    from ._probe_cli import add_command
+
+    add_command(commands, Formatter)
     return parser
 
 

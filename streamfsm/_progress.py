@@ -33,8 +33,8 @@ class Bar:
     lines of many files, never one per line.
     """
 
-    def __init__(self, total: int, stream: IO[str], style: Style) -> None:
-        self.total, self.done, self.path = total, 0, ""
+    def __init__(self, total: int, stream: IO[str], style: Style, label: str = "checking") -> None:
+        self.total, self.done, self.path, self.label = total, 0, "", label
         self._stream, self._style = stream, style
         self._started = time.monotonic()
         self._due = self._started  # drawn at the first file, then at most every REDRAW seconds
@@ -98,7 +98,8 @@ class Bar:
             previous.flush()
 
     def _line(self) -> tuple[str, int]:
-        """``checking ━━━━━━━━━━───── 1234/3000 0:01 path``, cut to the terminal's width, and its columns."""
+        """``checking ━━━━━━━━━━───── 1234/3000 0:01 path`` (its label first), cut to the terminal's width, and its
+        columns."""
         width = max(
             terminal_width(self._stream) - 1, 20
         )  # the last column: a line that fills it wraps on some terminals
@@ -108,10 +109,10 @@ class Bar:
         full = cells * self.done // max(self.total, 1)
         done, left = self._marks[0], self._marks[1]
         bar = self._style(done * full, "cyan") + self._style(left * (cells - full), "dim")
-        room = width - len("checking ") - cells - len(count) - 2
+        room = width - len(self.label) - 1 - cells - len(count) - 2
         path, columns = _cut_to_cells(tail(printable(self.path), max(room, 0)), room) if room > 1 else ("", 0)
-        text = f"checking {bar} {count}" + (f" {self._style(path, 'dim')}" if path else "")
-        return text, len("checking ") + cells + 1 + len(count) + (1 + columns if path else 0)
+        text = f"{self.label} {bar} {count}" + (f" {self._style(path, 'dim')}" if path else "")
+        return text, len(self.label) + 1 + cells + 1 + len(count) + (1 + columns if path else 0)
 
 
 class _Held:
@@ -153,12 +154,13 @@ def _cut_to_cells(text: str, cells: int) -> tuple[str, int]:
 
 
 @contextlib.contextmanager
-def progress(total: int, enabled: bool, color: bool) -> Iterator[Bar | None]:
-    """A progress bar on standard error, or ``None``; what is printed meanwhile on the terminal goes above it."""
+def progress(total: int, enabled: bool, color: bool, label: str = "checking") -> Iterator[Bar | None]:
+    """A progress bar on standard error (``label`` before it), or ``None``; what is printed meanwhile on the terminal
+    goes above it."""
     if not enabled:
         yield None
         return
-    bar = Bar(total, sys.stderr, Style(color))
+    bar = Bar(total, sys.stderr, Style(color), label)
     out, err = sys.stdout, sys.stderr
     try:
         if is_terminal(out):

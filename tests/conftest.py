@@ -42,6 +42,8 @@ SERVICE_MARKERS: dict[str, str] = {
     "cloud": "moto's S3-compatible server on 127.0.0.1 (needs the cloud extra and moto)",
     "cluster": "a Dask LocalCluster with process workers (needs the dask extra)",
     "install": "builds the sdist and the pure wheel and installs them in fresh virtualenvs (needs build and twine)",
+    "litellm": "LiteLLM's proxy with mock models (installed from the package index into a virtualenv of its own under "
+    "~/.cache/streamfsm-tests on first use)",
 }
 
 

@@ -21,8 +21,10 @@ Responses:
   once: a body of any size is made while it is written. ``head(status, headers)`` and ``chunked(pieces)`` help
   build one; anything else (broken framing, broken compression) is the test's to write.
 
-A request with nothing scripted gets ``599``. ``server.disconnects`` records when the server noticed a client
-had gone while it was still writing; ``server.active`` counts requests being answered right now.
+A request with nothing scripted gets what ``server.answer(request)`` returns, when it is set (a function of the
+:class:`Recorded` request: a server that answers by what is asked), else ``599``. ``server.disconnects`` records
+when the server noticed a client had gone while it was still writing; ``server.active`` counts requests being
+answered right now.
 
 A client that hangs up (a reset, a broken pipe: what the tests that stop reading early do) is no error of the
 server's, and prints nothing (``socketserver`` prints a traceback by default, from the server's thread, which lands
@@ -153,6 +155,8 @@ class SSEServer:
 
     def __init__(self) -> None:
         self.queue: deque[SSE | Reply | Raw] = deque()
+        #: What a request gets when nothing is queued (see the module's docstring).
+        self.answer: Callable[[Recorded], SSE | Reply | Raw] | None = None
         self.requests: list[Recorded] = []
         self.disconnects: list[float] = []
         self.active = 0
@@ -176,12 +180,13 @@ class SSEServer:
             def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
+                recorded = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with server.lock:
-                    server.requests.append(
-                        Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                    )
-                    response = server.queue.popleft() if server.queue else Reply(599, b"nothing scripted")
+                    server.requests.append(recorded)
+                    response = server.queue.popleft() if server.queue else None
                     server.active += 1
+                if response is None:
+                    response = Reply(599, b"nothing scripted") if server.answer is None else server.answer(recorded)
                 try:
                     if isinstance(response, Reply):
                         self._reply(response)

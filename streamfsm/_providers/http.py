@@ -274,18 +274,21 @@ async def request_json(
     timeout: httpx.Timeout | float | None = None,
     deadline: float | None = None,
     max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    body: Mapping[str, Any] | None = None,
 ) -> Any:
-    """One request whose answer is JSON of at most ``max_bytes`` (model listings, ``LIMIT_EXCEEDED`` past it);
-    the client, redirects, the deadline and failures as in :func:`post_sse`."""
+    """One request whose answer is JSON of at most ``max_bytes`` (model listings, a non-streamed answer;
+    ``LIMIT_EXCEEDED`` past it), with ``body`` sent as JSON if given; the client, redirects, the deadline and
+    failures as in :func:`post_sse`."""
     guard = _Guard(None, deadline, who)
     response: httpx.Response | None = None
     async with _client(client, timeout) as http:
         try:
-            request = http.build_request(method, url, headers=dict(headers))
+            content = None if body is None else orjson.dumps(body)
+            request = http.build_request(method, url, headers=dict(headers), content=content)
             response = await guard.run(http.send(request, stream=True, follow_redirects=False))
             if response.status_code >= 300:
                 raise await _http_error(response, guard, who)
-            body, more = await _read(response, guard, max_bytes)
+            answer, more = await _read(response, guard, max_bytes)
         except httpx.HTTPError as exc:
             raise _transport_error(exc, who) from exc
         finally:
@@ -293,7 +296,7 @@ async def request_json(
     if more:
         raise LlmError(f"{who}: the response is longer than {max_bytes:,} bytes", ErrorCode.LIMIT_EXCEEDED)
     try:
-        return orjson.loads(body)
+        return orjson.loads(answer)
     except orjson.JSONDecodeError as exc:
         raise LlmError(f"{who}: the response is not JSON: {exc}", ErrorCode.MALFORMED_RESPONSE) from exc
 

@@ -200,6 +200,14 @@ def test_api_names_the_wire_api_when_the_events_cannot_tell() -> None:
         sf.checked(events, api="openai")  # type: ignore[call-overload]
 
 
+def test_the_names_api_takes_are_the_provider_formats() -> None:
+    from typing import get_args
+
+    from streamfsm._providers.sdk_streams import Api
+
+    assert get_args(Api) == sf.FORMATS[3:]  # the formats of a provider's stream, as recordings name them
+
+
 def test_what_is_no_stream_is_refused_with_what_to_pass(server: SSEServer) -> None:
     with pytest.raises(TypeError, match=r"\['stream'\]"):
         sf.checked({"stream": iter(BEDROCK), "ResponseMetadata": {}})  # type: ignore[call-overload]

@@ -39,7 +39,19 @@ class _Check:
     """The checking of one stream: the converter of its wire API (made at the first object unless named) and the
     machine it feeds. ``count``: the objects checked whole (all passed on)."""
 
-    __slots__ = ("_asm", "_converter", "_error", "_event", "_helpers", "_limits", "_result", "_what", "api", "count")
+    __slots__ = (
+        "_asm",
+        "_converter",
+        "_error",
+        "_event",
+        "_helpers",
+        "_limits",
+        "_result",
+        "_skipped",
+        "_what",
+        "api",
+        "count",
+    )
 
     def __init__(self, api: str | None, policy: Policy | str, limits: Limits | None) -> None:
         self._asm = StreamAssembler(policy, limits)
@@ -58,6 +70,7 @@ class _Check:
         self.api = api
         self._converter = wire.new(self._limits)
         self._event, self._what, self._helpers = wire.event, wire.what, wire.helpers
+        self._skipped: dict[type, bool] = {}  # per class of object: a helper event, passed on unread
 
     def _tell(self, first: object) -> None:
         """Tell the wire API from the first object, or ``TypeError`` saying to name it."""
@@ -78,9 +91,16 @@ class _Check:
         """Check one object of the SDK's stream (``LlmError`` at the first broken rule)."""
         if self.api is None:
             self._tell(item)
-        if self._helpers and not isinstance(item, Mapping) and getattr(item, "type", None) in self._helpers:
-            self.count += 1
-            return
+        if self._helpers:
+            kind = type(item)
+            helper = self._skipped.get(kind)
+            if helper is None:  # once per class: an SDK event class has one ``type``
+                helper = self._skipped[kind] = (
+                    not isinstance(item, Mapping) and getattr(item, "type", None) in self._helpers
+                )
+            if helper:
+                self.count += 1
+                return
         try:
             feed = self._asm.feed
             for chunk in self._converter.feed(self._event(item, self._what)):
@@ -319,8 +339,9 @@ def checked(
 
     ``stream``: what an SDK's streaming call returns, sync or async (an async one gives :class:`AsyncChecked`):
     ``openai`` chat completions' ``Stream[ChatCompletionChunk]`` (and LiteLLM's, of the same shape) and Responses'
-    ``Stream[ResponseStreamEvent]``; ``anthropic``'s ``Stream[RawMessageStreamEvent]`` or the ``MessageStream`` of
-    ``client.messages.stream(...)``; ``google-genai``'s ``generate_content_stream(...)``; ``cohere``'s
+    ``Stream[ResponseStreamEvent]``, or the streams of their ``.stream(...)`` helpers; ``anthropic``'s
+    ``Stream[RawMessageStreamEvent]`` or the ``MessageStream`` of ``client.messages.stream(...)`` (the events such a
+    helper adds, which repeat the API's, pass unread); ``google-genai``'s ``generate_content_stream(...)``; ``cohere``'s
     ``chat_stream(...)`` (v2); boto3's ``converse_stream(...)["stream"]``; or the same events as dicts. The wire
     API is told from the first object; ``api=`` names it (one of ``"openai-sse"`` (chat completions),
     ``"anthropic-sse"``, ``"openai-responses"``, ``"gemini"``, ``"bedrock"``, ``"cohere"``) when it cannot be.

@@ -19,8 +19,8 @@ from .bedrock import BedrockConverter, from_bedrock_events, sdk_errors
 from .cohere import CohereConverter, from_cohere_events
 from .convert import TurnConverter, Turns, as_event
 from .gemini import GeminiConverter, from_gemini_chunks, gemini_event
-from .openai_chat import OpenAIConverter, from_openai_chunks
-from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
+from .openai_chat import CHAT_STREAM_HELPERS, OpenAIConverter, chat_event, from_openai_chunks
+from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events, responses_event
 
 if TYPE_CHECKING:
     from .._config import Limits
@@ -57,7 +57,8 @@ class TurnApi:
     #: Whether the provider's errors are raised by the SDK while its stream is read, to be coded (botocore's).
     coded: bool = False
     #: The ``type`` of the events an SDK's stream helper adds, which repeat what the API's own events carry (the
-    #: ``anthropic`` SDK's ``MessageStream``): passed over by :func:`streamfsm.checked`, unread.
+    #: ``anthropic`` SDK's ``MessageStream``, the ``openai`` SDK's ``ChatCompletionStream``): passed over by
+    #: :func:`streamfsm.checked`, unread.
     helpers: frozenset[str] = frozenset()
 
     def events(self, events: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
@@ -70,9 +71,11 @@ class TurnApi:
 TURN_APIS: Final = {
     api.reader.__name__: api
     for api in (
-        TurnApi(from_openai_chunks, OpenAIConverter, "a chat.completion.chunk"),
+        TurnApi(
+            from_openai_chunks, OpenAIConverter, "a chat.completion.chunk", chat_event, helpers=CHAT_STREAM_HELPERS
+        ),
         TurnApi(from_anthropic_events, AnthropicConverter, "an event", helpers=MESSAGE_STREAM_HELPERS),
-        TurnApi(from_openai_responses_events, OpenAIResponsesConverter, "a Responses stream event"),
+        TurnApi(from_openai_responses_events, OpenAIResponsesConverter, "a Responses stream event", responses_event),
         TurnApi(from_gemini_chunks, GeminiConverter, "a GenerateContentResponse", _gemini),
         TurnApi(from_bedrock_events, BedrockConverter, "a ConverseStream event", coded=True),
         TurnApi(from_cohere_events, CohereConverter, "a v2 chat stream event"),

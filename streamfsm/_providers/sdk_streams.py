@@ -33,6 +33,9 @@ T = TypeVar("T")
 Api = Literal["openai-sse", "anthropic-sse", "openai-responses", "gemini", "bedrock", "cohere"]
 
 _APIS: Final = ", ".join(repr(name) for name in PROVIDER_FORMATS)
+#: Per wire API's helper events (``TurnApi.helpers``), per class of object: whether it is one (told once per class:
+#: an SDK's event class has one ``type``, and a pydantic model's missing attribute is slow to ask for).
+_HELPER_CLASSES: Final[dict[frozenset[str], dict[type, bool]]] = {}
 
 
 class _Check:
@@ -70,7 +73,7 @@ class _Check:
         self.api = api
         self._converter = wire.new(self._limits)
         self._event, self._what, self._helpers = wire.event, wire.what, wire.helpers
-        self._skipped: dict[type, bool] = {}  # per class of object: a helper event, passed on unread
+        self._skipped = _HELPER_CLASSES.setdefault(wire.helpers, {})
 
     def _tell(self, first: object) -> None:
         """Tell the wire API from the first object, or ``TypeError`` saying to name it."""
@@ -94,7 +97,7 @@ class _Check:
         if self._helpers:
             kind = type(item)
             helper = self._skipped.get(kind)
-            if helper is None:  # once per class: an SDK event class has one ``type``
+            if helper is None:
                 helper = self._skipped[kind] = (
                     not isinstance(item, Mapping) and getattr(item, "type", None) in self._helpers
                 )
@@ -138,7 +141,7 @@ class _Check:
 class _Face:
     """What :class:`Checked` and :class:`AsyncChecked` both say of their stream."""
 
-    __slots__ = ("__weakref__", "_check", "_reading", "_started", "_stream")
+    __slots__ = ("_check", "_reading", "_started", "_stream")
 
     def __init__(self, stream: Any, api: str | None, policy: Policy | str, limits: Limits | None) -> None:
         self._stream = stream
@@ -216,17 +219,20 @@ class Checked(_Face, Generic[T]):
 
     def close(self) -> None:
         """Stop reading and close the SDK's stream (if it has ``close()``); idempotent."""
+        self._shut(quietly=False)
+
+    def _shut(self, *, quietly: bool) -> None:
         self._started = True
         reading = self._reading() if self._reading is not None else None
         if reading is not None:
             reading.close()
-        _close(self._stream, self._stream)
+        _close(self._stream, self._stream, quietly=quietly)
 
     def __enter__(self) -> Checked[T]:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
+        self._shut(quietly=kind is not None)  # what closing raises does not hide the exception on its way out
 
 
 class AsyncChecked(_Face, Generic[T]):
@@ -274,11 +280,14 @@ class AsyncChecked(_Face, Generic[T]):
 
     async def aclose(self) -> None:
         """Stop reading and close the SDK's stream (its ``aclose()`` or ``close()``); idempotent."""
+        await self._shut(quietly=False)
+
+    async def _shut(self, *, quietly: bool) -> None:
         self._started = True
         reading = self._reading() if self._reading is not None else None
         if reading is not None:
             await reading.aclose()
-        await _aclose(self._stream, self._stream)
+        await _aclose(self._stream, self._stream, quietly=quietly)
 
     async def __aenter__(self) -> AsyncChecked[T]:
         return self
@@ -286,7 +295,7 @@ class AsyncChecked(_Face, Generic[T]):
     async def __aexit__(
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.aclose()
+        await self._shut(quietly=kind is not None)
 
 
 async def _nothing() -> AsyncGenerator[Any, None]:

@@ -220,9 +220,13 @@ def test_an_object_of_another_package_is_told_by_its_fields() -> None:
 
 
 def test_api_names_the_wire_api_when_the_events_cannot_tell() -> None:
-    events = [{"messageStart": {"role": "assistant"}}, *BEDROCK[1:]]
-    assert sf.checked(iter(events), api="bedrock").api == "bedrock"  # named: known before any event
+    events = [{"aNewEvent": {}}, *BEDROCK]  # an event added since, first: it names no wire API
     with pytest.raises(TypeError, match="api="):
+        list(sf.checked(events))
+    stream = sf.checked(iter(events), api="bedrock")
+    assert stream.api == "bedrock"  # named: known before any event
+    assert list(stream) == events and stream.result == sf.assemble(sf.from_bedrock_events(BEDROCK))
+    with pytest.raises(TypeError, match=r"sf\.validate"):
         list(sf.checked([{"type": "block-start", "index": 0, "blockType": "text"}]))
     with pytest.raises(ValueError, match="'openai-sse'"):
         sf.checked(events, api="openai")  # type: ignore[call-overload]

@@ -29,6 +29,7 @@ from .workloads import (
     PA_THINKING,
     PA_TOOL,
     Content,
+    Stream,
     Workload,
     anthropic_events,
     bare_loop,
@@ -91,7 +92,12 @@ class Contender:
                     return (f"stream {k}: the last chunk passed through was {_clip_chunk(last)}, expected "
                             f"{_clip_chunk(stream[-1])}")
             return None
-        assert self.content is not None
+        if self.content is None:
+            # An SDK making its objects (the floor ``checked()`` adds to): its result is how many it made.
+            for k, (made, stream) in enumerate(zip(results, workload.streams, strict=True)):
+                if not made:
+                    return f"stream {k}: no object made for its {len(stream)} chunks"
+            return None
         for k, (result, want) in enumerate(zip(results, workload.expected, strict=True)):
             try:
                 got = self.content(result)
@@ -354,6 +360,47 @@ def streamfsm_contenders() -> list[Contender]:
     ]
 
 
+# -- an SDK's own stream, checked as it passes (sf.checked) -------------------------------------------------
+
+
+def _sdk_stream_workload(w: Workload) -> bool:
+    """Where ``checked()`` is timed: the typical turn, short streams (its fixed cost) and a long text."""
+    return w.key in ("typical", "short", "text-2k")
+
+
+def _sdk_stream(dist: str, what: str, events: Callable[[Stream], list[dict[str, Any]]],
+                make: Callable[[dict[str, Any]], Any]) -> list[Contender]:
+    """``sf.checked()`` over an SDK's stream objects (made before the run), next to the SDK's making of the same
+    objects from the parsed data (``construct_type``, as its ``Stream`` does for each event): what checking adds
+    per object, against what the SDK itself spends on each (its HTTP and SSE reading not counted)."""
+
+    def parsed(w: Workload) -> list[list[dict[str, Any]]]:
+        return [events(s) for s in w.streams]
+
+    def run_make(streams: list[list[dict[str, Any]]]) -> list[Any]:
+        return [len([make(e) for e in stream]) for stream in streams]
+
+    def objects(w: Workload) -> list[list[Any]]:
+        return [[make(e) for e in stream] for stream in parsed(w)]
+
+    def run_checked(streams: list[list[Any]]) -> list[Any]:
+        out: list[Any] = []
+        checked = sf.checked
+        for stream in streams:
+            passing = checked(stream)
+            for _ in passing:
+                pass
+            out.append(passing.result)
+        return out
+
+    return [
+        Contender(f"{dist}-make", f"{dist}: make each {what} (construct_type)", "baseline", "dicts", parsed, run_make,
+                  peer=dist, applies=_sdk_stream_workload),
+        Contender(f"{dist}-checked", f"streamfsm checked() over {dist}'s {what}s", "streamfsm", "dicts", objects,
+                  run_checked, streamfsm_content, peer=dist, applies=_sdk_stream_workload),
+    ]
+
+
 # -- peers -----------------------------------------------------------------------------------------------
 
 
@@ -412,7 +459,11 @@ def _anthropic() -> list[Contender]:
                 calls.append((block.id, block.name, json_bufs.get(i, b"").decode("utf-8")))
         return Content("".join(text), "".join(reasoning), tuple(calls))
 
+    def make(event: dict[str, Any]) -> Any:
+        return construct_type(type_=event_type, value=event)
+
     return [
+        *_sdk_stream("anthropic", "RawMessageStreamEvent", anthropic_events, make),
         Contender("anthropic", "anthropic accumulate_event", "peer", "dicts", prepare, run, content, "anthropic"),
         Contender("anthropic-jsonl", "anthropic (JSON lines)", "peer", "jsonl", prepare_jsonl, run_jsonl, content,
                   "anthropic"),
@@ -469,7 +520,11 @@ def _openai() -> list[Contender]:
         )
         return Content(message.content or "", extra.get("reasoning_content") or "", calls)
 
+    def make(chunk: dict[str, Any]) -> Any:
+        return construct_type(type_=chunk_type, value=chunk)
+
     return [
+        *_sdk_stream("openai", "ChatCompletionChunk", openai_chunks, make),
         Contender("openai", "openai ChatCompletionStreamState", "peer", "dicts", prepare, run, content, "openai"),
         Contender("openai-jsonl", "openai (JSON lines)", "peer", "jsonl", prepare_jsonl, run_jsonl, content,
                   "openai"),

@@ -348,6 +348,19 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
             out.append(Target("peak memory vs assembled output", r.workload.key, "≤ 2.0×",
                               f"{x:.2f}× ({_bytes(m.peak)} for {_bytes(r.workload.output_size)})", verdict(x <= 2.0)))
     for r in results:
+        if r.workload.key != "typical":
+            continue
+        for dist in ("openai", "anthropic"):
+            made, ours = r.measures.get(f"{dist}-make"), r.measures.get(f"{dist}-checked")
+            if made is None or ours is None or not (made.ran and ours.ran):
+                continue
+            x = ours.median_ns / made.median_ns
+            added, making = _ns(r.ns_per_chunk(ours.contender.key)), _ns(r.ns_per_chunk(made.contender.key))
+            out.append(Target(
+                "checked(): what it adds per SDK object, against the SDK's making of it", f"typical ({dist})", "≤ 1.0×",
+                f"{x:.2f}× ({added} against {making} per chunk)", verdict(x <= 1.0),
+            ))
+    for r in results:
         # Each peer against the streamfsm entry point fed the same input: the machine for chunk dicts and JSON
         # lines, a wire API's converter for that API's events.
         groups: dict[tuple[str, str], list[Measure]] = {}
@@ -566,6 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     contenders = [*baselines(), *streamfsm_contenders(), *peer_contenders]
     order = ["bare", "bare-models", "bare-plain", "assemble", "feed", "anthropic", "openai", "pydantic-ai", "langchain",
              "responses", "openai-responses", "gemini", "google-genai",
+             "openai-make", "openai-checked", "anthropic-make", "anthropic-checked",
              "orjson", "bare-jsonl", "assemble_jsonl", "validate_jsonl", "anthropic-jsonl", "openai-jsonl"]
     contenders.sort(key=lambda c: order.index(c.key) if c.key in order else len(order))
 
@@ -707,4 +721,10 @@ def _method(cfg: Config, results: list[WorkloadResult]) -> str:
         "parsed from the chunk's data, as `generate_content_stream` does) and keeps of the turn (each "
         "chunk's `candidates[0].content`, as `Chat.send_message_stream` records it). \"Faster than every peer\" "
         "compares each with the converter fed the same events.",
+        "- An SDK's own stream checked as it passes (the typical turn, the short streams, `text-2k`): `streamfsm "
+        "checked() over openai's ChatCompletionChunks` (and anthropic's `RawMessageStreamEvent`s) iterates "
+        "`sf.checked(objects)` over the SDK's objects, made before the run, and reads `.result`: what checking "
+        "adds to the consumer's loop. Next to it, what the SDK itself spends on each object its `Stream` yields "
+        "(`construct_type` of the parsed event; reading the body and its SSE not counted): `openai: make each "
+        "ChatCompletionChunk`. The target row divides the first by the second.",
     ])

@@ -94,7 +94,9 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._probe_parity import parity as parity
     from ._providers import AnthropicAdapter as AnthropicAdapter
     from ._providers import AnthropicConverter as AnthropicConverter
+    from ._providers import AsyncChecked as AsyncChecked
     from ._providers import BedrockConverter as BedrockConverter
+    from ._providers import Checked as Checked
     from ._providers import CohereConverter as CohereConverter
     from ._providers import GeminiAdapter as GeminiAdapter
     from ._providers import GeminiConverter as GeminiConverter
@@ -103,6 +105,7 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._providers import OpenAIConverter as OpenAIConverter
     from ._providers import OpenAIResponsesAdapter as OpenAIResponsesAdapter
     from ._providers import OpenAIResponsesConverter as OpenAIResponsesConverter
+    from ._providers import checked as checked
     from ._providers import describe_kept as describe_kept
     from ._providers import from_anthropic_events as from_anthropic_events
     from ._providers import from_anthropic_message as from_anthropic_message

@@ -47,6 +47,7 @@ __all__ = [
     "converter_hint",
     "detect",
     "detect_format",
+    "event_format",
     "invalid_line",
     "raw_lines",
     "source_name",
@@ -508,15 +509,21 @@ _SDK_FORMATS: Final = (
 )
 
 
+def event_format(event: object) -> str | None:
+    """The provider format (:data:`PROVIDER_FORMATS`) of one provider event: a dict's told by its fields, an SDK
+    object's by the package its type comes from; ``None`` for anything else (a block-protocol chunk, say)."""
+    if isinstance(event, dict):
+        return _provider_of(event)
+    if isinstance(event, Mapping):
+        return None
+    module = getattr(type(event), "__module__", "") or ""
+    return next((f for prefix, f in _SDK_FORMATS if module.startswith(prefix)), None)
+
+
 def converter_hint(chunk: object) -> str:
     """What to say of a chunk the machine refused that is a provider's event (its dict, or its SDK's object): which
     converter turns that provider's stream into chunks (``""`` for anything else). The machine's cold path."""
-    fmt: str | None = None
-    if isinstance(chunk, dict):
-        fmt = _provider_of(chunk)
-    elif not isinstance(chunk, Mapping):
-        module = getattr(type(chunk), "__module__", "") or ""
-        fmt = next((f for prefix, f in _SDK_FORMATS if module.startswith(prefix)), None)
+    fmt = event_format(chunk)
     if fmt is None:
         return ""
     converter, who = READERS[fmt]

@@ -104,6 +104,17 @@ def test_the_converters_run_next_to_their_sdks(smoke: tuple[subprocess.Completed
             assert f"(streamfsm from_{'openai_responses_events' if module == 'openai' else 'gemini_chunks'}())" in out
 
 
+def test_checked_runs_next_to_the_sdks_making_its_objects(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """``sf.checked()`` over each installed SDK's objects is timed (and content-checked) next to that SDK's making
+    of the same objects, and the target row compares them."""
+    proc, _ = smoke
+    for dist, what in (("openai", "ChatCompletionChunk"), ("anthropic", "RawMessageStreamEvent")):
+        if importlib.util.find_spec(dist) is not None:
+            assert f"streamfsm checked() over {dist}'s {what}s" in proc.stdout
+            assert f"{dist}: make each {what} (construct_type)" in proc.stdout
+            assert f"typical ({dist})" in proc.stdout
+
+
 @pytest.mark.parametrize("finish", ["stop", "tool-calls", "max-tokens"])
 def test_the_wire_api_events_of_a_workload_convert_to_its_content(finish: str) -> None:
     """What the converter contenders are fed (benchmarks/workloads.py) is each wire API's documented stream: it

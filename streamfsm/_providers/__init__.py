@@ -45,6 +45,8 @@ The shared pieces, each named for what it holds:
   are complete JSON yet).
 - ``recorded.py``: a recorded provider stream (an SSE body, or its events as JSON lines) read for the one reader:
   parsed by ``sse.py`` as a live body is, converted turn by turn, each chunk knowing its event's line.
+- ``sdk_streams.py``: an SDK's own stream checked as it passes (:func:`checked`): its objects yielded unchanged, each
+  converted (through ``turns.TURN_APIS``) and fed to the machine.
 - ``turns.py``: a recording of several turns, one stream per turn (:func:`read_turns`): each converter's
   ``begins_turn`` says where its API ends a turn, ``convert.Turns`` cuts there, for users and the reader.
 - ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
@@ -110,12 +112,15 @@ from .openai_responses import OpenAIResponsesConverter, from_openai_responses_ev
 from .openai_responses_adapter import OpenAIResponsesAdapter
 from .openai_responses_body import from_openai_response
 from .replay import KeptBlock, describe_kept, kept_blocks
+from .sdk_streams import AsyncChecked, Checked, checked
 from .turns import read_turns
 
 __all__ = [
     "AnthropicAdapter",
     "AnthropicConverter",
+    "AsyncChecked",
     "BedrockConverter",
+    "Checked",
     "CohereConverter",
     "GeminiAdapter",
     "GeminiConverter",
@@ -126,6 +131,7 @@ __all__ = [
     "OpenAIConverter",
     "OpenAIResponsesAdapter",
     "OpenAIResponsesConverter",
+    "checked",
     "describe_kept",
     "from_anthropic_events",
     "from_anthropic_message",

@@ -8,7 +8,7 @@ around any iterable of events, dicts or the ``anthropic`` SDK's objects; :class:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import orjson
 
@@ -29,7 +29,14 @@ from .convert import (
 )
 from .replay import Keeper, json_size
 
-__all__ = ["AnthropicConverter", "from_anthropic_events"]
+if TYPE_CHECKING:
+    from .._config import Limits
+
+__all__ = ["MESSAGE_STREAM_HELPERS", "AnthropicConverter", "from_anthropic_events"]
+
+#: The events the ``anthropic`` SDK's ``MessageStream`` (``client.messages.stream(...)``) yields besides the API's
+#: own, each after the ``content_block_delta`` whose content it repeats (with the block so far as its ``snapshot``).
+MESSAGE_STREAM_HELPERS: Final = frozenset({"text", "thinking", "citation", "signature", "input_json"})
 
 _FINISH: dict[str, WireFinishReason] = {
     "end_turn": {"kind": "stop"},
@@ -137,7 +144,8 @@ class AnthropicConverter:
     per block), so the adapter can send the turn back as it came.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits | None = None) -> None:
+        # ``limits``: taken as every converter takes them; this one holds nothing back (the blocks come in order).
         self.blocks: dict[int, ProviderBlock | _Kept] = {}
         self.open: ProviderBlock | _Kept | None = None
         self.count = 0

@@ -15,11 +15,47 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, sync_or_async
+from .convert import (
+    another_turn,
+    as_event,
+    closing,
+    convert,
+    count,
+    is_position,
+    malformed,
+    stop_reason,
+    sync_or_async,
+)
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
-__all__ = ["OpenAIConverter", "from_openai_chunks", "openai_usage"]
+__all__ = ["CHAT_STREAM_HELPERS", "OpenAIConverter", "chat_event", "from_openai_chunks", "openai_usage"]
+
+#: The events the ``openai`` SDK's ``ChatCompletionStream`` (``client.chat.completions.stream(...)``) yields besides
+#: its ``chunk`` events, each repeating what the chunk before it carries.
+CHAT_STREAM_HELPERS: Final = frozenset(
+    {
+        "content.delta",
+        "content.done",
+        "refusal.delta",
+        "refusal.done",
+        "tool_calls.function.arguments.delta",
+        "tool_calls.function.arguments.done",
+        "logprobs.content.delta",
+        "logprobs.content.done",
+        "logprobs.refusal.delta",
+        "logprobs.refusal.done",
+    }
+)
+
+
+def chat_event(value: Any, what: str) -> Mapping[str, Any]:
+    """One chunk as a mapping (:func:`~.convert.as_event`); of a ``ChatCompletionStream``'s ``chunk`` event (the
+    ``openai`` SDK's ``ChunkEvent``), the API's chunk it holds, not the snapshot beside it."""
+    if type(value).__name__ == "ChunkEvent":
+        value = value.chunk
+    return as_event(value, what)
+
 
 _FINISH: dict[str, WireFinishReason] = {
     "stop": {"kind": "stop"},

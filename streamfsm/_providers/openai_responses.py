@@ -33,11 +33,35 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import responses_failure, stream_failure
-from .convert import another_turn, closing, convert, count, finish_reason, is_position, malformed, string, sync_or_async
+from .convert import (
+    another_turn,
+    as_event,
+    closing,
+    convert,
+    count,
+    finish_reason,
+    is_position,
+    malformed,
+    string,
+    sync_or_async,
+)
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
-__all__ = ["OpenAIResponsesConverter", "from_openai_responses_events", "responses_usage"]
+__all__ = ["OpenAIResponsesConverter", "from_openai_responses_events", "responses_event", "responses_usage"]
+
+
+def responses_event(value: Any, what: str) -> Mapping[str, Any]:
+    """One event as a mapping (:func:`~.convert.as_event`). Of the events the ``openai`` SDK's ``ResponseStream``
+    (``client.responses.stream(...)``) makes of the API's, the API's fields: not the ``snapshot`` (the text so far)
+    it adds to its delta events, which would cost the whole text at every delta, and without the warnings pydantic
+    gives for its parsed response (a ``ParsedResponseOutputMessage`` where the API's model has an output item)."""
+    if not isinstance(value, Mapping) and type(value).__module__.startswith("openai.lib."):
+        dumped = value.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
+        if isinstance(dumped, Mapping):
+            return dumped
+    return as_event(value, what)
+
 
 #: ``incomplete_details.reason`` of a ``response.incomplete``; any other reason is an ``error`` finish whose code is
 #: the reason upper-cased (``content_filter`` → ``CONTENT_FILTER``).

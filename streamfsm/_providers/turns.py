@@ -11,56 +11,74 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .._wire import StreamChunk
-from .anthropic_messages import AnthropicConverter, from_anthropic_events
+from .anthropic_messages import MESSAGE_STREAM_HELPERS, AnthropicConverter, from_anthropic_events
 from .bedrock import BedrockConverter, from_bedrock_events, sdk_errors
 from .cohere import CohereConverter, from_cohere_events
 from .convert import TurnConverter, Turns, as_event
 from .gemini import GeminiConverter, from_gemini_chunks, gemini_event
-from .openai_chat import OpenAIConverter, from_openai_chunks
-from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events
+from .openai_chat import CHAT_STREAM_HELPERS, OpenAIConverter, chat_event, from_openai_chunks
+from .openai_responses import OpenAIResponsesConverter, from_openai_responses_events, responses_event
 
-__all__ = ["TURN_APIS", "TurnApi", "read_turns"]
+if TYPE_CHECKING:
+    from .._config import Limits
+
+__all__ = ["TURN_APIS", "NewConverter", "TurnApi", "read_turns"]
+
+
+class NewConverter(Protocol):
+    """A wire API's converter class: a fresh converter, given the machine's limits (to bound what it holds back)."""
+
+    def __call__(self, limits: Limits | None = None) -> TurnConverter: ...
+
+
+def _dumped(event: Any, what: str) -> Mapping[str, Any]:
+    return as_event(event, what)
+
+
+def _gemini(event: Any, what: str) -> Mapping[str, Any]:
+    return gemini_event(event)
 
 
 @dataclass(frozen=True, slots=True)
 class TurnApi:
-    """A wire API as its turns are read: its converter, and each event as a mapping."""
+    """A wire API as its events are read: its converter, and each event as a mapping."""
 
     #: The ``from_...`` function that converts one turn of it.
     reader: Callable[..., Any]
     #: A fresh converter, for each turn.
-    new: Callable[[], TurnConverter]
+    new: NewConverter
     #: What one event is called in messages.
     what: str
-    #: The events, read as the ``from_...`` function reads them (SDK objects dumped, SDK errors classified).
-    events: Callable[[Iterable[Any], str], Iterator[Mapping[str, Any]]]
+    #: One event as a mapping, as the ``from_...`` function reads it (an SDK object dumped).
+    event: Callable[[Any, str], Mapping[str, Any]] = _dumped
+    #: Whether the provider's errors are raised by the SDK while its stream is read, to be coded (botocore's).
+    coded: bool = False
+    #: The ``type`` of the events an SDK's stream helper adds, which repeat what the API's own events carry (the
+    #: ``anthropic`` SDK's ``MessageStream``, the ``openai`` SDK's ``ChatCompletionStream``): passed over by
+    #: :func:`streamfsm.checked`, unread.
+    helpers: frozenset[str] = frozenset()
 
-
-def _dumped(events: Iterable[Any], what: str) -> Iterator[Mapping[str, Any]]:
-    return (as_event(event, what) for event in events)
-
-
-def _gemini(events: Iterable[Any], what: str) -> Iterator[Mapping[str, Any]]:
-    return (gemini_event(event) for event in events)
-
-
-def _bedrock(events: Iterable[Any], what: str) -> Iterator[Mapping[str, Any]]:
-    return _dumped(sdk_errors(events), what)
+    def events(self, events: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+        """``events`` read as the ``from_...`` function reads them (SDK objects dumped, SDK errors coded)."""
+        event, what = self.event, self.what
+        return (event(e, what) for e in (sdk_errors(events) if self.coded else events))
 
 
 #: Every wire API, by its ``from_...`` function's name.
 TURN_APIS: Final = {
     api.reader.__name__: api
     for api in (
-        TurnApi(from_openai_chunks, OpenAIConverter, "a chat.completion.chunk", _dumped),
-        TurnApi(from_anthropic_events, AnthropicConverter, "an event", _dumped),
-        TurnApi(from_openai_responses_events, OpenAIResponsesConverter, "a Responses stream event", _dumped),
+        TurnApi(
+            from_openai_chunks, OpenAIConverter, "a chat.completion.chunk", chat_event, helpers=CHAT_STREAM_HELPERS
+        ),
+        TurnApi(from_anthropic_events, AnthropicConverter, "an event", helpers=MESSAGE_STREAM_HELPERS),
+        TurnApi(from_openai_responses_events, OpenAIResponsesConverter, "a Responses stream event", responses_event),
         TurnApi(from_gemini_chunks, GeminiConverter, "a GenerateContentResponse", _gemini),
-        TurnApi(from_bedrock_events, BedrockConverter, "a ConverseStream event", _bedrock),
-        TurnApi(from_cohere_events, CohereConverter, "a v2 chat stream event", _dumped),
+        TurnApi(from_bedrock_events, BedrockConverter, "a ConverseStream event", coded=True),
+        TurnApi(from_cohere_events, CohereConverter, "a v2 chat stream event"),
     )
 }
 
@@ -87,4 +105,4 @@ def read_turns(reader: Callable[..., Any], events: Iterable[Any]) -> Iterator[It
     if api is None or api.reader is not reader:
         known = ", ".join(f"sf.{name}" for name in TURN_APIS)
         raise TypeError(f"read_turns reads the turns of a wire API named by its converting function: one of {known}")
-    return iter(Turns(api.new, api.events(events, api.what)))
+    return iter(Turns(api.new, api.events(events)))

@@ -237,11 +237,27 @@ a format that cannot be told), whatever the other streams gave
   {EXIT_BROKEN_PIPE}  standard output was closed early (| head)"""
 
 
+def _version_action() -> type[argparse.Action]:
+    import argparse
+
+    class Version(argparse.Action):
+        """``--version``: the version and the machine (compiled or pure, and why: ``_about.py``), read when asked."""
+
+        def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+            super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+        def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+            from ._about import version_line
+
+            _say(version_line())
+            parser.exit()
+
+    return Version
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     import argparse
-
-    from . import __version__
 
     class Formatter(argparse.HelpFormatter):
         """Each line of a description or epilog filled on its own: the exit status is a list, one code a line."""
@@ -265,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_STATUS_HELP,
         formatter_class=Formatter,
     )
-    parser.add_argument("--version", action="version", version=f"streamfsm {__version__}")
+    parser.add_argument("--version", action=_version_action(), help="print the version, and which machine runs and why")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser(

@@ -16,7 +16,7 @@ from setuptools import setup
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_build"))
 
-from streamfsm_build import COMPILED, plan, warn  # noqa: E402  (the backend's folder, on the path above)
+from streamfsm_build import COMPILED, plan, warn
 
 #: The setup commands that build the package's modules; the others (``egg_info``, ``dist_info``, ``sdist``: what a
 #: build frontend asks for before it builds) need no compiled modules, and are spared the probe and mypyc.
@@ -30,7 +30,7 @@ def record(compiled: bool, why: str) -> None:
     """Write ``streamfsm/_built.py``: the machine this build made (compiled or pure) and why."""
     with open(RECORD, "w", encoding="utf-8") as handle:
         handle.write(
-            '"""What the build made of the machine, and why (written by setup.py; read by ``streamfsm --version``)."""\n'
+            '"""What the build made of the machine, and why (written by setup.py; ``streamfsm --version``)."""\n'
             f"\nCOMPILED = {compiled!r}\nWHY = {why!r}\n"
         )
 

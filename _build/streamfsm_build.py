@@ -72,7 +72,7 @@ def compiler_problem() -> str | None:
 
 
 def plan() -> tuple[bool, str]:
-    """``(compile, why)``: whether this build compiles the machine, and the reason, as ``streamfsm --version`` says it."""
+    """``(compile, why)``: whether this build compiles the machine, and why (``streamfsm --version`` says it)."""
     if os.environ.get("STREAMFSM_PURE", "") == "1":
         return False, "STREAMFSM_PURE=1 was set at build time"
     problem = compiler_problem()

@@ -2,18 +2,22 @@
 
 ``python -m build`` with ``STREAMFSM_PURE=1`` gives the sdist and the pure wheel (``py3-none-any``); ``twine check``
 passes both; the wheel, installed in a fresh virtualenv, runs the smoke test from a folder that is not the checkout;
-and the sdist installs with ``pip`` with no C compiler on the PATH: the build says so in one line and falls back
-to the pure machine. The build and the virtualenvs use the interpreter running the tests.
+and the sdist installs with ``pip`` with no C compiler on the PATH: the build says so in one line, falls back to
+the pure machine, and asks for no mypy; ``streamfsm --version`` says which machine was built and why. The build
+backend (``_build/streamfsm_build.py``) asks for mypyc only for a build that compiles. The build and the
+virtualenvs use the interpreter running the tests.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +25,7 @@ pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What a build needs of the checkout (the tests, benchmarks and docs are not part of the package).
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "streamfsm")
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "_build", "README.md", "LICENSE", "streamfsm")
 
 #: Run by the installed package, from an empty folder: the command, the library, the typed marker, the demo.
 SMOKE = """
@@ -45,6 +49,9 @@ done = subprocess.run([bin / "streamfsm", "check", "--policy", "harness", "one.j
 assert done.returncode == 0 and "one.jsonl: ok" in done.stdout, done
 done = subprocess.run([bin / "streamfsm", "demo", "--fast"], capture_output=True, text=True)
 assert done.returncode == 0 and "tool call" in done.stdout, done
+done = subprocess.run([bin / "streamfsm", "--version"], capture_output=True, text=True)
+assert done.returncode == 0 and done.stdout.startswith(f"streamfsm {sf.__version__}; machine: pure Python ("), done
+print(done.stdout, end="")
 print("smoke ok")
 """
 
@@ -63,9 +70,12 @@ def venv(path: Path) -> Path:
     return path / ("Scripts" if os.name == "nt" else "bin")
 
 
-def smoke(bin_dir: Path, where: Path) -> None:
+def smoke(bin_dir: Path, where: Path) -> str:
+    """Run :data:`SMOKE` with the virtualenv's Python from ``where``; what ``streamfsm --version`` said."""
     where.mkdir()
-    assert "smoke ok" in run(bin_dir / "python", "-c", SMOKE, cwd=where, env=clean_env())
+    out = run(bin_dir / "python", "-c", SMOKE, cwd=where, env=clean_env())
+    assert "smoke ok" in out
+    return out.splitlines()[0]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -99,6 +109,7 @@ def test_build_gives_the_sdist_and_a_pure_wheel_that_twine_accepts(dist: Path) -
         metadata = wheel.read("streamfsm-0.1.0.dist-info/METADATA").decode()
         tags = wheel.read("streamfsm-0.1.0.dist-info/WHEEL").decode()
     assert "streamfsm/py.typed" in files
+    assert "streamfsm/_built.py" in files  # what --version reads
     assert "streamfsm-0.1.0.dist-info/licenses/LICENSE" in files
     assert not [f for f in files if f.endswith((".so", ".pyd", ".c"))]
     assert "Tag: py3-none-any" in tags and "Root-Is-Purelib: true" in tags
@@ -110,12 +121,13 @@ def test_build_gives_the_sdist_and_a_pure_wheel_that_twine_accepts(dist: Path) -
 def test_the_pure_wheel_works_in_a_fresh_virtualenv(dist: Path, tmp_path: Path) -> None:
     bin_dir = venv(tmp_path / "venv")
     run(bin_dir / "python", "-m", "pip", "install", "--quiet", *dist.glob("*.whl"), cwd=tmp_path, env=clean_env())
-    smoke(bin_dir, tmp_path / "run")
+    assert smoke(bin_dir, tmp_path / "run").endswith("machine: pure Python (STREAMFSM_PURE=1 was set at build time)")
 
 
 @pytest.mark.skipif(os.name == "nt", reason="the PATH without a compiler is set up for POSIX")
 def test_the_sdist_installs_with_no_compiler_on_the_path(dist: Path, tmp_path: Path) -> None:
-    """No ``gcc``/``cc`` on the PATH (only the virtualenv's ``bin``): one warning line, and the pure machine."""
+    """No ``gcc``/``cc`` on the PATH (only the virtualenv's ``bin``): one warning line, whole, no mypy in the build's
+    environment, and the pure machine, which ``streamfsm --version`` says and why."""
     bin_dir = venv(tmp_path / "venv")
     assert not shutil.which("gcc", path=str(bin_dir)) and not shutil.which("cc", path=str(bin_dir))
     sdist = next(dist.glob("*.tar.gz"))
@@ -123,5 +135,27 @@ def test_the_sdist_installs_with_no_compiler_on_the_path(dist: Path, tmp_path: P
     output = run(bin_dir / "python", "-m", "pip", "install", "-v", "--no-cache-dir", sdist, cwd=tmp_path, env=env)
     warnings = [line for line in output.splitlines() if "streamfsm: WARNING: no working C compiler" in line]
     assert len(warnings) == 1, output[-3000:]
-    assert "STREAMFSM_PURE=1" in warnings[0]
-    smoke(bin_dir, tmp_path / "run")
+    assert warnings[0].rstrip().endswith("or set STREAMFSM_PURE=1 to choose this build.")  # not cut short
+    installed = [line for line in output.splitlines() if "Successfully installed" in line]
+    assert "setuptools" in installed[0] and "mypy" not in installed[0], installed  # the build's environment
+    said = smoke(bin_dir, tmp_path / "run")
+    assert said.startswith("streamfsm 0.1.0; machine: pure Python (no working C compiler ("), said
+
+
+def backend(expression: str, **env: str) -> Any:
+    """The value of ``expression`` about the build backend (``b``), as pip's build process would compute it."""
+    code = f"import streamfsm_build as b; print(repr({expression}))"
+    out = run(sys.executable, "-c", code, cwd=ROOT, env=clean_env(PYTHONPATH=str(ROOT / "_build"), **env))
+    return ast.literal_eval(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("hook", ["wheel", "editable"])
+def test_the_backend_asks_for_mypyc_only_for_a_build_that_compiles(hook: str) -> None:
+    """No mypy for ``STREAMFSM_PURE=1`` nor without a working compiler; mypy and the typed dependencies for a build
+    that compiles (when this machine has a compiler); none for the sdist."""
+    wants = f"b.get_requires_for_build_{hook}()"
+    for env in ({"STREAMFSM_PURE": "1"}, {"CC": "/bin/false"}):
+        assert not any(r.startswith("mypy") for r in backend(wants, **env)), env
+    assert not any(r.startswith("mypy") for r in backend("b.get_requires_for_build_sdist()"))
+    if backend("b.compiler_problem()") is None:
+        assert set(backend("b.MYPYC_REQUIRES")) <= set(backend(wants))

@@ -53,7 +53,9 @@ try:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("streamfsm.otel needs OpenTelemetry: pip install 'streamfsm[otel]'") from exc
+    from ._extras import missing
+
+    raise ImportError(missing("streamfsm.otel", "otel")) from exc
 
 from ._adapter import (
     APP_IDENTITY,

@@ -47,10 +47,10 @@ def test_the_console_recipe_prints_the_runs_spans(tmp_path: Path) -> None:
 
 def test_the_console_recipe_prints_a_failure(tmp_path: Path) -> None:
     """The second answer without its block-start: the machine refuses the delta, and the recipe says so."""
-    opening = '            [{"type": "block-start", "index": 0, "blockType": "text"},\n             {"type": "text-delta"'
+    opening = '[{"type": "block-start", "index": 0, "blockType": "text"},\n             {"type": "text-delta"'
     code = recipe()
     assert opening in code
-    done = run(code.replace(opening, '            [{"type": "text-delta"'), tmp_path)
+    done = run(code.replace(opening, '[{"type": "text-delta"'), tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(
         "\nerror: BLOCK_NOT_OPEN: text-delta for block 0, but no block is open (state READY)"

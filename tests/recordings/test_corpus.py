@@ -325,7 +325,7 @@ def without_times(out: str) -> str:
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("options", [["--json"], ["--policy", "harness"], ["-q", "--policy", "harness", "--json"]])
+@pytest.mark.parametrize("options", [["--json"], ["-v", "--policy", "harness"], ["--policy", "harness", "--json"]])
 def test_a_cluster_gives_what_a_local_run_gives(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cluster: Any, options: list[str]
 ) -> None:

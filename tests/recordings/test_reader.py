@@ -688,7 +688,7 @@ def test_the_command_reports_an_s3_file_as_the_local_file(
     capsys: pytest.CaptureFixture[str], s3: Bucket, tmp_path: Path, json: bool
 ) -> None:
     """Same lines, same summary, same exit status: only the name differs."""
-    output = ["--json"] if json else ["--no-progress"]
+    output = ["--json"] if json else ["-v", "--no-progress"]
     for name, data, options, expected in (
         ("session.jsonl", SESSION.read_bytes(), ["--policy", "harness"], 0),
         ("cut-off.jsonl", CUT_OFF, [], 1),

@@ -1,7 +1,7 @@
 """OpenTelemetry instrumentation: runs, model calls and tool calls as the GenAI semantic conventions name them.
 
-Install the ``otel`` extra (``pip install 'streamfsm[otel]'``, which brings ``opentelemetry-api``), configure an
-SDK, then::
+Install the ``otel`` extra (``opentelemetry-api``: ``pip install '.[otel]'`` in a clone of streamfsm, see
+``docs/install.md``), configure an SDK, then::
 
     from streamfsm.otel import StreamfsmInstrumentor
 

@@ -992,12 +992,16 @@ def test_without_the_cloud_extra_a_url_says_what_to_install(
     packed.write_bytes(b"zstd, it says")
     status, found, err = checked(capsys, "s3://bucket/x.jsonl", "gs://bucket/folder", str(packed))
     assert (status, found) == (_cli.EXIT_USAGE, [])
+    install = (
+        "needs the 'cloud' extra: pip install 'fsspec>=2024.2' 's3fs>=2024.2' boto3 'zstandard>=0.22' "
+        "(or pip install '.[cloud]' in a clone of streamfsm; see docs/install.md)"
+    )
     assert err.splitlines() == [
-        "streamfsm: s3://bucket/x.jsonl: cannot read: install streamfsm[cloud] to read s3:// URLs",
-        "streamfsm: gs://bucket/folder: cannot read: install streamfsm[cloud] to read gs:// URLs",
-        f"streamfsm: {packed}: cannot read: install streamfsm[cloud] (zstandard) to read .zst files",
+        f"streamfsm: s3://bucket/x.jsonl: cannot read: reading s3:// URLs {install}",
+        f"streamfsm: gs://bucket/folder: cannot read: reading gs:// URLs {install}",
+        f"streamfsm: {packed}: cannot read: reading .zst files {install}",
     ]
-    with pytest.raises(OSError, match=re.escape("install streamfsm[cloud] to read s3:// URLs")):
+    with pytest.raises(OSError, match=re.escape(f"reading s3:// URLs {install}")):
         list(sf.read_recordings("s3://bucket/x.jsonl"))
     # Local files, .gz included, need nothing of it.
     plain = tmp_path / "seed.jsonl.gz"

@@ -272,8 +272,13 @@ _READ_IT: Final = "to read the file, pass open({name!r}, 'rb'), or read its stre
 
 def _hint(err: LlmError, name: str, entry: str) -> None:
     """Add to ``err`` (of a one-line source that reads like a file name, refused as it is) how to read the file."""
-    if err.code == ErrorCode.INVALID_CHUNK and err.chunk_index == 0:
-        err.message += f"; {entry}() reads a str as JSON text, not as a file name: {_READ_IT.format(name=name)}"
+    _say_instead(err, f"{entry}() reads a str as JSON text, not as a file name: {_READ_IT.format(name=name)}")
+
+
+def _say_instead(err: BaseException, instead: str | None) -> None:
+    """Add ``instead`` (what to call) to ``err``, if it refused the first chunk as no chunk (``INVALID_CHUNK`` at 0)."""
+    if instead and isinstance(err, LlmError) and err.code == ErrorCode.INVALID_CHUNK and err.chunk_index == 0:
+        err.message += f"; {instead}"
         err.args = (err.message,)
 
 
@@ -308,13 +313,10 @@ def _instead(chunks: object, entry: str) -> str | None:
 
 
 def _misused(exc: BaseException, chunks: object, entry: str) -> None:
-    """If ``exc`` refused the first chunk as not one (``INVALID_CHUNK`` at 0), and ``chunks`` was something a reader
-    takes (:func:`_instead`), say in ``exc`` what to use instead. (On the error's way out: no chunk pays for it.)"""
-    if isinstance(exc, LlmError) and exc.code == ErrorCode.INVALID_CHUNK and exc.chunk_index == 0:
-        instead = _instead(chunks, entry)
-        if instead is not None:
-            exc.message += f"; {instead}"
-            exc.args = (exc.message,)
+    """If ``exc`` refused the first chunk as no chunk, and ``chunks`` was something a reader takes (:func:`_instead`),
+    say in ``exc`` what to use instead. (On the error's way out: no chunk pays for it.)"""
+    if isinstance(exc, LlmError):
+        _say_instead(exc, _instead(chunks, entry))
 
 
 def _not_sync(chunks: object, entry: str, instead: str) -> None:

@@ -228,6 +228,7 @@ def test_demo_runs_without_network() -> None:
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     """``mkdocs build --strict``: every page in the nav, every link and anchor resolved, every API page rendered."""
     done = subprocess.run(

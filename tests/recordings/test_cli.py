@@ -1708,6 +1708,7 @@ def imports(argv: list[str], env: dict[str, str], tmp_path: Path) -> list[tuple[
     return [(name, guarded == "1") for name, guarded in (line.split() for line in log.read_text().splitlines())]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", STARTS.values(), ids=STARTS.keys())
 def test_ctrl_c_at_every_moment_of_start_up(start: Any, probed: dict[str, str], tmp_path: Path) -> None:
     """A SIGINT sent as the command imports each of its modules (its own, pydantic's, orjson's, ...): exit 130,

@@ -332,3 +332,13 @@ def test_every_documented_command_is_one_the_repo_has(tmp_path: Path) -> None:
         elif re.fullmatch(r"(?:.*/)?python3?", argv[0]) and argv[1] == "-m":
             assert importlib.util.find_spec(argv[2]) is not None, f"{where}: {argv[2]}"
     assert ran >= 1
+
+
+def test_ci_runs_the_whole_suite_the_readme_names() -> None:
+    """``.ci/run`` runs the README's test command, the whole suite: no ``--quick``, no ``--no-...`` option."""
+    readme = re.search(r"## Run the tests\n\n```sh\n([^\n]*)\n```", README)
+    assert readme is not None
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci.replace(" -q ", " ").endswith(readme[1]), (ci, readme[1])
+    assert readme[1].endswith(".venv/bin/python -m pytest") and "--" not in ci
+    assert ".venv/bin/python -m pytest --quick" in README  # the contributor's loop, said beside it

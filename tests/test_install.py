@@ -15,7 +15,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,8 @@ chunks = [
 assert sf.assemble(chunks, policy="harness").text == "hi"
 pathlib.Path("one.jsonl").write_text("".join(json.dumps(c) + "\\n" for c in chunks))
 bin = pathlib.Path(sys.executable).parent
-done = subprocess.run([bin / "streamfsm", "check", "--policy", "harness", "one.jsonl"], capture_output=True, text=True)
+done = subprocess.run([bin / "streamfsm", "check", "-v", "--policy", "harness", "one.jsonl"], capture_output=True,
+                      text=True)
 assert done.returncode == 0 and "one.jsonl: ok" in done.stdout, done
 done = subprocess.run([bin / "streamfsm", "demo", "--fast"], capture_output=True, text=True)
 assert done.returncode == 0 and "tool call" in done.stdout, done
@@ -85,18 +88,24 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sdist and the pure wheel, built from a copy of the package's sources."""
-    base = tmp_path_factory.mktemp("build")
-    source = base / "src"
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of what a build needs of the checkout (no build's leftovers: compiled modules, the build's record)."""
+    source = tmp_path_factory.mktemp("build") / "src"
     source.mkdir()
+    leftovers = shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "_built.py")
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+            shutil.copytree(ROOT / name, source / name, ignore=leftovers)
         else:
             shutil.copy2(ROOT / name, source / name)
-    out = base / "dist"
-    run(sys.executable, "-m", "build", "--outdir", out, source, cwd=base, env=clean_env(STREAMFSM_PURE="1"))
+    return source
+
+
+@pytest.fixture(scope="module")
+def dist(sources: Path) -> Path:
+    """The sdist and the pure wheel, built from a copy of the package's sources."""
+    out = sources.parent / "dist"
+    run(sys.executable, "-m", "build", "--outdir", out, sources, cwd=sources.parent, env=clean_env(STREAMFSM_PURE="1"))
     return out
 
 
@@ -136,21 +145,31 @@ def test_the_sdist_installs_with_no_compiler_on_the_path(dist: Path, tmp_path: P
     warnings = [line for line in output.splitlines() if "streamfsm: WARNING: no working C compiler" in line]
     assert len(warnings) == 1, output[-3000:]
     assert warnings[0].rstrip().endswith("or set STREAMFSM_PURE=1 to choose this build.")  # not cut short
-    installed = [line for line in output.splitlines() if "Successfully installed" in line]
-    assert "setuptools" in installed[0] and "mypy" not in installed[0], installed  # the build's environment
+    # What pip installed into the build's environment (the package itself goes into the virtualenv, last).
+    build_env = [line for line in output.splitlines() if "Successfully installed" in line and "streamfsm-" not in line]
+    assert any("setuptools" in line for line in build_env) and not any("mypy" in line for line in build_env), output
     said = smoke(bin_dir, tmp_path / "run")
     assert said.startswith("streamfsm 0.1.0; machine: pure Python (no working C compiler ("), said
 
 
-def backend(expression: str, **env: str) -> Any:
-    """The value of ``expression`` about the build backend (``b``), as pip's build process would compute it."""
-    code = f"import streamfsm_build as b; print(repr({expression}))"
-    out = run(sys.executable, "-c", code, cwd=ROOT, env=clean_env(PYTHONPATH=str(ROOT / "_build"), **env))
-    return ast.literal_eval(out.strip().splitlines()[-1])
+@pytest.fixture(scope="module")
+def backend(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+    """The value of an expression about the build backend (``b``), computed as pip's build process computes it: in
+    an environment with only what ``[build-system] requires`` names, from the sources' folder."""
+    bin_dir = venv(tmp_path_factory.mktemp("backend") / "venv")
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
+    run(bin_dir / "python", "-m", "pip", "install", "--quiet", *requires, cwd=sources, env=clean_env())
+
+    def value(expression: str, **env: str) -> Any:
+        code = f"import streamfsm_build as b; print(repr({expression}))"
+        out = run(bin_dir / "python", "-c", code, cwd=sources, env=clean_env(PYTHONPATH=str(sources / "_build"), **env))
+        return ast.literal_eval(out.strip().splitlines()[-1])
+
+    return value
 
 
 @pytest.mark.parametrize("hook", ["wheel", "editable"])
-def test_the_backend_asks_for_mypyc_only_for_a_build_that_compiles(hook: str) -> None:
+def test_the_backend_asks_for_mypyc_only_for_a_build_that_compiles(hook: str, backend: Callable[..., Any]) -> None:
     """No mypy for ``STREAMFSM_PURE=1`` nor without a working compiler; mypy and the typed dependencies for a build
     that compiles (when this machine has a compiler); none for the sdist."""
     wants = f"b.get_requires_for_build_{hook}()"

@@ -91,7 +91,7 @@ def warn(reason: str) -> None:
     if os.name == "posix" and not sys.stderr.isatty():
         try:
             with open("/dev/tty", "w", encoding="utf-8") as tty:
-                tty.write(text)
+                tty.write(f"\n{text}")  # after pip's spinner, on a line of its own
         except OSError:  # no controlling terminal (CI, a service): standard error is all there is
             pass
 

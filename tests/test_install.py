@@ -178,3 +178,35 @@ def test_the_backend_asks_for_mypyc_only_for_a_build_that_compiles(hook: str, ba
     assert not any(r.startswith("mypy") for r in backend("b.get_requires_for_build_sdist()"))
     if backend("b.compiler_problem()") is None:
         assert set(backend("b.MYPYC_REQUIRES")) <= set(backend(wants))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal")
+def test_the_fallback_warning_reaches_the_terminal_when_pip_holds_the_output_back() -> None:
+    """pip shows a build's output only with ``-v``: the warning also goes to the build's controlling terminal."""
+    import pty
+
+    code = "import streamfsm_build as b; b.warn('no working C compiler (cc: not found)')"
+    pid, terminal = pty.fork()
+    if pid == 0:  # the build, its standard error a pipe pip keeps (here: nowhere), its terminal the pty
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.dup2(devnull, 1)
+        env = clean_env(PYTHONPATH=str(ROOT / "_build"))
+        os.execve(sys.executable, [sys.executable, "-c", code], env)
+    shown = b""
+    while True:
+        try:
+            data = os.read(terminal, 4096)
+        except OSError:  # the child is gone
+            break
+        if not data:
+            break
+        shown += data
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    warning = (
+        "streamfsm: WARNING: no working C compiler (cc: not found); building the pure-Python machine (same behaviour, "
+        "about half the speed). Install a compiler and the Python headers to compile it, or set STREAMFSM_PURE=1 to "
+        "choose this build."
+    )
+    assert shown.decode().splitlines().count(warning) == 1, shown

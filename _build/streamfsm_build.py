@@ -96,15 +96,15 @@ def warn(reason: str) -> None:
             pass
 
 
-def _requires(config_settings: dict[str, Any] | None, base: list[str]) -> list[str]:
+def _with_mypyc(base: list[str]) -> list[str]:
     return [*base, *MYPYC_REQUIRES] if plan()[0] else base
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
     """setuptools' requirements, and mypyc's when the build will compile."""
-    return _requires(config_settings, _setuptools.get_requires_for_build_wheel(config_settings))
+    return _with_mypyc(_setuptools.get_requires_for_build_wheel(config_settings))
 
 
 def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
     """setuptools' requirements, and mypyc's when the build will compile."""
-    return _requires(config_settings, _setuptools.get_requires_for_build_editable(config_settings))
+    return _with_mypyc(_setuptools.get_requires_for_build_editable(config_settings))

@@ -7,7 +7,7 @@ final assembled object (streamfsm's ``close()``, the SDK's final message or comp
 one result per stream. ``content`` reads a result back as :class:`~benchmarks.workloads.Content`, so
 that the run can check that every contender assembled exactly what the workload holds.
 
-The peers are optional (``pip install 'streamfsm[bench]'``); :func:`load_peers` says which are
+The peers are optional (``pip install -e '.[bench]'``); :func:`load_peers` says which are
 missing and why. They are imported with :mod:`importlib` and typed ``Any``.
 """
 

@@ -4,7 +4,7 @@
 1.3× ``--no-progress``.
 
 Method: ``--files`` JSON-lines files (default 3,000), each the seed example stream (nine chunks, 600 bytes), are
-written to a temporary folder. ``python -m streamfsm check FOLDER`` runs with its standard output and error on a
+written to a temporary folder. ``python -m streamfsm check -v FOLDER`` runs with its standard output and error on a
 pseudo-terminal (120 columns; ``TERM=xterm``) that this process reads as fast as it can, as a terminal emulator
 would: every file's ``ok`` line is printed. Wall time of the whole process, interpreter start included; the
 two variants (the bar, ``--no-progress``) alternate, and each figure is the median of ``--repeats`` runs. Each run
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         body = b"".join(orjson.dumps(chunk) + b"\n" for chunk in SEED)
         for i in range(args.files):
             (folder / f"{i:05d}.jsonl").write_bytes(body)
-        command = [sys.executable, "-m", "streamfsm", "check", "-j", "1", str(folder)]
+        command = [sys.executable, "-m", "streamfsm", "check", "-v", "-j", "1", str(folder)]
         variants = {"progress bar": command, "--no-progress": [*command, "--no-progress"]}
         times: dict[str, list[float]] = {name: [] for name in variants}
         expected = f"checked {args.files} streams in {args.files} files".encode()

@@ -1,17 +1,64 @@
 """streamfsm: validate and assemble LLM block streams (DeepSeek Harness's StreamChunk protocol).
 
-An adapter's ``stream()`` yields chunks; streamfsm feeds them one at a time through an explicit
-finite-state machine, rejects every rule violation with a coded :class:`LlmError`, and assembles
-text, reasoning and tool-call blocks with the usage and finish reason.
+An adapter's ``stream()`` yields chunks; streamfsm feeds them one at a time through a finite-state machine, rejects
+the first one that breaks a rule with a coded :class:`LlmError`, and assembles the text, reasoning and tool-call
+blocks with the usage and the finish reason::
 
-The package imports its modules when one of its names is first used (PEP 562), not when it is imported: so
-``import streamfsm`` is quick, and the ``streamfsm`` command (``python -m streamfsm``) takes Ctrl-C before
-pydantic or httpx load. ``sf.NAME`` and ``from streamfsm import NAME`` give the defining module's object.
+    >>> import streamfsm as sf
+    >>> chunks = [
+    ...     {"type": "block-start", "index": 0, "blockType": "text"},
+    ...     {"type": "text-delta", "index": 0, "text": "hi"},
+    ...     {"type": "block-end", "index": 0, "block": {"type": "text", "text": "hi"}},
+    ...     {"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 1}},
+    ...     {"type": "finish", "reason": {"kind": "stop"}},
+    ... ]
+    >>> sf.assemble(chunks).text
+    'hi'
+    >>> try:
+    ...     sf.assemble(chunks[1:])
+    ... except sf.LlmError as err:
+    ...     print(err.code, err.chunk_index)
+    BLOCK_NOT_OPEN 0
 
-The package's face is written once: the imports under ``TYPE_CHECKING`` below, one ``NAME as NAME`` (an explicit
-re-export, for type checkers) for each public name. ``__all__``, ``dir()`` and the lazy imports are read from
-them (:func:`_face`) the first time one is asked for.
+The public names, by what they are for (each documented in the API reference, ``docs/reference/``):
+
+- Streams: ``assemble``, ``aassemble``, ``validate``, ``avalidate``, ``assemble_jsonl``, ``validate_jsonl``,
+  ``StreamAssembler`` (the machine, one chunk at a time), ``diagram``, ``iter_lines``.
+- Results: ``StreamResult``, ``StreamSummary``, ``TextBlock``, ``ReasoningBlock``, ``ToolCallBlock``,
+  ``ImageBlock``, ``Block``, ``OpenBlock``, ``Snapshot``, ``Usage``, ``FinishReason``, ``LlmFailure``,
+  ``KeptBlock``, ``kept_blocks``.
+- The chunks on the wire (typed dicts): ``StreamChunk``, ``BlockStart``, ``TextDelta``, ``ReasoningDelta``,
+  ``ToolCallDelta``, ``BlockEnd``, ``UsageChunk``, ``Finish``, ``CallId``, ``BlockType``, ``FinishKind``,
+  ``WireBlock``, ``WireTextBlock``, ``WireReasoningBlock``, ``WireToolCallBlock``, ``WireImageBlock``,
+  ``WireUsage``, ``WireFinishReason``, ``WireFailure``.
+- Errors and configuration: ``LlmError``, ``ErrorCode``, ``RETRYABLE_CODES``, ``Policy``, ``Limits``,
+  ``InvalidLine``.
+- Recordings and checking: ``read_recordings``, ``open_recordings``, ``read_session``, ``read_turns``,
+  ``detect_format``, ``FORMATS``, ``RecordedStream``, ``RecordingSource``, ``UnknownFormat``, ``check_file``,
+  ``FileReport``, ``StreamReport``.
+- Wire APIs: the converters ``from_openai_chunks``, ``from_anthropic_events``, ``from_openai_responses_events``,
+  ``from_gemini_chunks``, ``from_bedrock_events``, ``from_cohere_events`` (and their classes ``OpenAIConverter``,
+  ``AnthropicConverter``, ``OpenAIResponsesConverter``, ``GeminiConverter``, ``BedrockConverter``,
+  ``CohereConverter``), ``describe_kept``; the HTTP adapters (the ``http`` extra) ``OpenAICompatibleAdapter``,
+  ``AnthropicAdapter``, ``OpenAIResponsesAdapter``, ``GeminiAdapter``, ``HttpSettings``.
+- Adapters: ``LlmAdapter``, ``GenerateOptions``, ``Message``, ``UserMessage``, ``AssistantMessage``,
+  ``ToolResultMessage``, ``ToolSchema``, ``ModelInfo``, ``ModelReasoningInfo``, ``ReasoningEffortInfo``,
+  ``ProviderInfo``, ``AppIdentity``, ``APP_IDENTITY``, ``attribution_headers``, ``AbortController``,
+  ``AbortSignal``.
+- The agent loop: ``AgentLoop``, ``AgentRun``, ``Tool``, ``tool``, ``tool_signal``, ``ToolError``, ``RetryPolicy``,
+  ``AgentLimits``, ``Hooks``, ``StreamMetrics``; its flat stream ``FlatChunk``, ``TextChunk``, ``ToolCallChunk``,
+  ``ToolResultChunk``, ``ErrorChunk``, ``DoneChunk``, ``DoneReason``, ``TokenUsage``, ``validate_flat``,
+  ``avalidate_flat``, ``FlatValidator``, ``parse_flat``; OpenTelemetry in ``streamfsm.otel`` (the ``otel`` extra).
+
+The command ``streamfsm`` (``python -m streamfsm``) checks recordings: ``streamfsm check PATH...``.
 """
+
+# The package imports its modules when one of its names is first used (PEP 562), not when it is imported: so
+# ``import streamfsm`` is quick, and the ``streamfsm`` command takes Ctrl-C before pydantic or httpx load.
+# ``sf.NAME`` and ``from streamfsm import NAME`` give the defining module's object. The package's face is written
+# once: the imports under ``TYPE_CHECKING`` below, one ``NAME as NAME`` (an explicit re-export, for type checkers)
+# for each public name. ``__all__``, ``dir()`` and the lazy imports are read from them (:func:`_face`) the first
+# time one is asked for.
 
 from __future__ import annotations
 

@@ -59,6 +59,7 @@ def assemble(
     try:
         asm.feed_many(iterator)
     except BaseException as exc:
+        _misused(exc, chunks, "assemble")
         close_upstream(iterator, quietly=True)
         # feed_many lets the source's own exceptions through and says which ones they were.
         if asm.source_failed and isinstance(exc, Exception) and not isinstance(exc, LlmError):
@@ -132,6 +133,7 @@ def validate(
             yield chunk
             ours = False
     except BaseException as exc:
+        _misused(exc, chunks, "validate")
         close_upstream(iterator, quietly=True)
         # Only what the upstream's __next__ raised is wrapped: not the machine's verdict on a chunk, nor
         # what the consumer throws in at the yield, nor a BaseException (a cancellation, GeneratorExit).
@@ -270,8 +272,13 @@ _READ_IT: Final = "to read the file, pass open({name!r}, 'rb'), or read its stre
 
 def _hint(err: LlmError, name: str, entry: str) -> None:
     """Add to ``err`` (of a one-line source that reads like a file name, refused as it is) how to read the file."""
-    if err.code == ErrorCode.INVALID_CHUNK and err.chunk_index == 0:
-        err.message += f"; {entry}() reads a str as JSON text, not as a file name: {_READ_IT.format(name=name)}"
+    _say_instead(err, f"{entry}() reads a str as JSON text, not as a file name: {_READ_IT.format(name=name)}")
+
+
+def _say_instead(err: BaseException, instead: str | None) -> None:
+    """Add ``instead`` (what to call) to ``err``, if it refused the first chunk as no chunk (``INVALID_CHUNK`` at 0)."""
+    if instead and isinstance(err, LlmError) and err.code == ErrorCode.INVALID_CHUNK and err.chunk_index == 0:
+        err.message += f"; {instead}"
         err.args = (err.message,)
 
 
@@ -284,9 +291,39 @@ def _hinting(lines: Iterator[dict[str, Any]], name: str) -> Iterator[dict[str, A
         raise
 
 
+def _instead(chunks: object, entry: str) -> str | None:
+    """What to use instead, when ``chunks`` given to ``entry`` (``assemble``, ``validate`` or their async twins) is
+    no stream of chunks but something a reader takes: text, a path, a file, or one chunk. ``None`` otherwise."""
+    lines = "sf.validate_jsonl" if entry.endswith("validate") else "sf.assemble_jsonl"
+    if isinstance(chunks, (str, bytes, bytearray, os.PathLike)):
+        what = "a path" if isinstance(chunks, os.PathLike) else "a str" if isinstance(chunks, str) else "bytes"
+        return (
+            f"{entry}() takes an iterable of chunk objects, not {what}: JSON lines go to {lines}(text); a recording "
+            "by its name is read with sf.read_recordings(name) (or pass open(name, 'rb') to "
+            f"{lines}())"
+        )
+    if isinstance(chunks, Mapping):
+        return (
+            f"{entry}() takes an iterable of chunk objects, and this {type(chunks).__name__} is one chunk: pass a "
+            "list of them ([chunk, ...]), or feed one at a time to sf.StreamAssembler().feed(chunk)"
+        )
+    if hasattr(chunks, "read") and hasattr(chunks, "readline"):
+        return f"{entry}() takes an iterable of chunk objects, and a file gives lines: pass the file to {lines}(file)"
+    return None
+
+
+def _misused(exc: BaseException, chunks: object, entry: str) -> None:
+    """If ``exc`` refused the first chunk as no chunk, and ``chunks`` was something a reader takes (:func:`_instead`),
+    say in ``exc`` what to use instead. (On the error's way out: no chunk pays for it.)"""
+    if isinstance(exc, LlmError):
+        _say_instead(exc, _instead(chunks, entry))
+
+
 def _not_sync(chunks: object, entry: str, instead: str) -> None:
-    """``chunks`` is not iterable: if it is an async iterable, a ``TypeError`` that names the async entry point.
+    """``chunks`` is not iterable: if it is a path or an async iterable, a ``TypeError`` that names what takes it.
     (Called only once ``iter`` has refused it: an entry point pays nothing for the hint.)"""
+    if isinstance(chunks, os.PathLike):
+        raise TypeError(_instead(chunks, entry)) from None
     if hasattr(chunks, "__aiter__"):
         raise TypeError(
             f"{entry}() takes an iterable of chunks, and {type(chunks).__name__!r} is an async iterable: "
@@ -295,7 +332,11 @@ def _not_sync(chunks: object, entry: str, instead: str) -> None:
 
 
 def _not_async(chunks: object, entry: str, instead: str) -> None:
-    """``chunks`` is not an async iterable: if it is a sync one, a ``TypeError`` that names the sync entry point."""
+    """``chunks`` is not an async iterable: if it is text, a path, a file or a chunk, a ``TypeError`` that names what
+    takes it; if it is a sync iterable, one that names the sync entry point."""
+    misused = _instead(chunks, entry)
+    if misused is not None:
+        raise TypeError(misused) from None
     if hasattr(chunks, "__iter__"):
         raise TypeError(
             f"{entry}() takes an async iterable of chunks, and {type(chunks).__name__!r} is a (sync) iterable: "

@@ -102,6 +102,7 @@ def _check(args: argparse.Namespace) -> int:
     summary = Summary(policy.value)
     started = time.perf_counter()
     show_bar = args.progress and len(inputs) > 1 and is_terminal(sys.stderr)
+    shown = False  # a stream or a file was printed: a blank line parts it from the summary
     try:
         with (
             progress(len(inputs), show_bar, wants_color(args.color, sys.stderr)) as bar,
@@ -110,7 +111,7 @@ def _check(args: argparse.Namespace) -> int:
             ) as run,
         ):
             for report in run:
-                _print_file(report, summary, args, style, width)
+                shown = _print_file(report, summary, args, style, width) or shown
                 if bar is not None:
                     bar.advance(report.path)
     except SchedulerError as exc:
@@ -120,7 +121,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.json:
         _say(json_text(summary.to_json()))
     else:
-        _say("")
+        if shown:
+            _say("")
         if not (is_terminal(sys.stdout) and rich_summary(summary, color)):
             _say(format_summary(summary, style))
     return summary.status()
@@ -128,25 +130,30 @@ def _check(args: argparse.Namespace) -> int:
 
 def _print_file(
     report: FileReport | FileCheck, summary: Summary, args: argparse.Namespace, style: Style, width: int
-) -> None:
+) -> bool:
     """Print and count a file's streams as they come (one pass: a :class:`FileCheck` is checked as it is read),
-    then why it could not be read, if it could not."""
+    then why it could not be read, if it could not. Without ``-v`` a valid stream is only counted. Whether a line
+    went to standard output."""
     streams = report.streams if isinstance(report, FileReport) else (stream for stream, _ in report.streams())
     count = 0
+    shown = False
     for stream in streams:
         count += 1
         summary.add_stream(stream)
         if args.json:
             _say(json_text({"kind": "stream", **stream.to_json()}))
-        elif not (stream.ok and args.quiet):
+        elif args.show_ok or not stream.ok:
             _say(format_report(stream, style, width))
+            shown = True
     summary.end_file(report.error)
     if args.json and not count:  # a file that holds no stream, or could not be read, still has its object
         _say(json_text(file_json(report)))
     if report.error is not None:
         _complain(f"{report.path}: {report.error}")
-    elif not count and not (args.json or args.quiet):
+    elif not count and args.show_ok and not args.json:
         _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
+        shown = True
+    return shown
 
 
 def _assemble(args: argparse.Namespace) -> int:
@@ -237,11 +244,27 @@ a format that cannot be told), whatever the other streams gave
   {EXIT_BROKEN_PIPE}  standard output was closed early (| head)"""
 
 
+def _version_action() -> type[argparse.Action]:
+    import argparse
+
+    class Version(argparse.Action):
+        """``--version``: the version and the machine (compiled or pure, and why: ``_about.py``), read when asked."""
+
+        def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+            super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+        def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+            from ._about import version_line
+
+            _say(version_line())
+            parser.exit()
+
+    return Version
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     import argparse
-
-    from . import __version__
 
     class Formatter(argparse.HelpFormatter):
         """Each line of a description or epilog filled on its own: the exit status is a list, one code a line."""
@@ -265,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_STATUS_HELP,
         formatter_class=Formatter,
     )
-    parser.add_argument("--version", action="version", version=f"streamfsm {__version__}")
+    parser.add_argument("--version", action=_version_action(), help="print the version, and which machine runs and why")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser(
@@ -290,7 +313,21 @@ def build_parser() -> argparse.ArgumentParser:
         help='print JSON lines: one object per stream ("kind": "stream"), one per file that holds none or could not '
         'be read ("kind": "file"), and a closing summary ("kind": "summary")',
     )
-    check.add_argument("-q", "--quiet", action="store_true", help="print only the invalid streams and the summary")
+    check.add_argument(
+        "-v",
+        "--verbose",
+        dest="show_ok",
+        action="store_true",
+        help="print every stream: a line for each valid one too (its blocks, tool calls, usage and finish, and what "
+        "its policy let through), and each file that records no stream",
+    )
+    check.add_argument(
+        "-q",
+        "--quiet",
+        dest="show_ok",
+        action="store_false",
+        help="print only the invalid streams and the summary (the default; undoes an earlier -v)",
+    )
     check.add_argument(
         "-j",
         "--jobs",

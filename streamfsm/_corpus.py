@@ -21,8 +21,7 @@ fails is reported as that file's error (``the check failed on a worker: ...``). 
 
 **When workers pay off (-j 0):** when the files seen so far (looked at as they come, never the whole list) are
 estimated (:data:`FILE_COST` a file, :data:`BYTE_COST` a byte) to take :data:`PARALLEL_MIN_SECONDS` or more and
-make two batches or more, and two cores or more are free of other work; one worker a free core. What workers cost
-is measured in docs/guides/corpora.md.
+make two batches or more, and two cores or more are free of other work; one worker a free core (see the corpora guide).
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from ._check import FileCheck, FileReport, StreamReport, check_file, check_source
 from ._config import Policy
+from ._extras import missing
 from ._sources import STDIN, is_url
 
 if TYPE_CHECKING:
@@ -495,7 +495,7 @@ def _client(scheduler: str, jobs: int) -> Iterator[Any]:
     try:
         dask = _distributed()
     except ImportError as exc:
-        raise SchedulerError("--scheduler needs Dask: pip install 'streamfsm[dask]'") from exc
+        raise SchedulerError(missing("--scheduler", "dask")) from exc
     Client, LocalCluster = dask.Client, dask.LocalCluster
     with contextlib.ExitStack() as stack:
         with _sigint_deferred() as interrupted:

@@ -522,7 +522,15 @@ def event_format(event: object) -> str | None:
 
 def converter_hint(chunk: object) -> str:
     """What to say of a chunk the machine refused that is a provider's event (its dict, or its SDK's object): which
-    converter turns that provider's stream into chunks (``""`` for anything else). The machine's cold path."""
+    converter turns that provider's stream into chunks; of a JSON line that is a line of a server-sent events body,
+    which reader takes the body (``""`` for anything else). The machine's cold path."""
+    if isinstance(chunk, InvalidLine):
+        if chunk.what == "line is not JSON" and chunk.text.encode().startswith(_SSE_FIELDS):
+            return (
+                "; it is a line of a server-sent events body (a provider's stream), not a JSON line of chunks: read "
+                "the body with sf.read_recordings(...), which tells the provider from its first lines"
+            )
+        return ""
     fmt = event_format(chunk)
     if fmt is None:
         return ""

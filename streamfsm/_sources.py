@@ -26,6 +26,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any, Final
 
+from ._extras import missing
+
 __all__ = [
     "COMPRESSED_SUFFIXES",
     "ONE_OBJECT",
@@ -55,7 +57,6 @@ _BUFFER_BYTES: Final = 64 * 1024
 #: How much compressed input one zstd decompression call is given: zstd's largest ratio (an RLE block, 4
 #: bytes for 128 KiB) makes that at most 32 MiB of output a call, however the file was made.
 _ZSTD_SLICE: Final = 1024
-_EXTRA: Final = "streamfsm[cloud]"
 
 #: A URL: a scheme of two characters or more (``C:`` is a drive), then ``://``, or ``::`` for fsspec's chains.
 _URL: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+)(?:://|::)")
@@ -130,7 +131,7 @@ def filesystem(url: str) -> tuple[Any, str]:
     try:
         from fsspec.core import url_to_fs
     except ImportError:
-        raise SourceError(f"install {_EXTRA} to read {scheme(url)}:// URLs") from None
+        raise SourceError(missing(f"reading {scheme(url)}:// URLs", "cloud")) from None
     try:
         fs, path = url_to_fs(url)
     except ImportError as exc:  # the package of that storage (gcsfs, adlfs, ...): fsspec names it
@@ -224,7 +225,7 @@ def _unzstd(raw: Any, errors: list[tuple[type[BaseException], str]]) -> io.IOBas
     try:
         import zstandard
     except ImportError:
-        raise SourceError(f"install {_EXTRA} (zstandard) to read .zst files") from None
+        raise SourceError(missing("reading .zst files", "cloud")) from None
     errors.append((zstandard.ZstdError, "corrupt zstd data"))
     return _ZstdFrames(raw, zstandard.ZstdDecompressor())
 

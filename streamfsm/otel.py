@@ -1,7 +1,7 @@
 """OpenTelemetry instrumentation: runs, model calls and tool calls as the GenAI semantic conventions name them.
 
-Install the ``otel`` extra (``pip install 'streamfsm[otel]'``, which brings ``opentelemetry-api``), configure an
-SDK, then::
+Install the ``otel`` extra (``opentelemetry-api``: ``pip install '.[otel]'`` in a clone of streamfsm, see
+``docs/install.md``), configure an SDK, then::
 
     from streamfsm.otel import StreamfsmInstrumentor
 
@@ -54,7 +54,9 @@ try:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, SpanKind, TracerProvider
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("streamfsm.otel needs OpenTelemetry: pip install 'streamfsm[otel]'") from exc
+    from ._extras import missing
+
+    raise ImportError(missing("streamfsm.otel", "otel")) from exc
 
 from ._adapter import APP_IDENTITY, GenerateOptions, LlmAdapter
 from ._agent import AgentLoop

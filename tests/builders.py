@@ -404,7 +404,7 @@ def agree(
 # -- the machine as source -----------------------------------------------------------------------
 
 
-#: The modules mypyc compiles together (``setup.py``), in the order they import one another.
+#: The modules mypyc compiles together (``COMPILED`` in ``_build/streamfsm_build.py``), importer after imported.
 MACHINE_MODULES = ("_table", "_blocks", "_messages", "_construct", "_stream", "_handlers", "_machine")
 
 

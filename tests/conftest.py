@@ -45,20 +45,40 @@ SERVICE_MARKERS: dict[str, str] = {
     "litellm": "LiteLLM's proxy with mock models (installed from the package index into a virtualenv of its own under "
     "~/.cache/streamfsm-tests on first use)",
 }
+#: Marker -> what its tests do: they run unless ``--no-MARKER`` (or ``--quick``) is given, as the service markers.
+SLOW_MARKERS: dict[str, str] = {
+    "slow": "takes seconds on its own (a fuzz run, a measure of memory, a type check of the package, a built site)",
+}
+#: ``--quick``: the contributor's loop, every marker's tests skipped (CI runs them all).
+MARKERS = {**SERVICE_MARKERS, **SLOW_MARKERS}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     for marker, what in SERVICE_MARKERS.items():
         parser.addoption(f"--no-{marker}", action="store_true", help=f"skip the tests marked {marker}: {what}")
+    for marker, what in SLOW_MARKERS.items():
+        parser.addoption(f"--no-{marker}", action="store_true", help=f"skip the tests marked {marker}: it {what}")
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="the contributor's loop: skip the tests of every marker (" + ", ".join(f"--no-{m}" for m in MARKERS) + ")",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for marker, what in SERVICE_MARKERS.items():
-        config.addinivalue_line("markers", f"{marker}: starts {what}; skipped only with --no-{marker}")
+        config.addinivalue_line("markers", f"{marker}: starts {what}; skipped only with --no-{marker} or --quick")
+    for marker, what in SLOW_MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: {what}; skipped only with --no-{marker} or --quick")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for marker in SERVICE_MARKERS:
+    if config.getoption("--quick"):  # left out of the run (deselected), not listed as skipped one by one
+        marked = [any(marker in item.keywords for marker in MARKERS) for item in items]
+        config.hook.pytest_deselected(items=[item for item, left in zip(items, marked, strict=True) if left])
+        items[:] = [item for item, left in zip(items, marked, strict=True) if not left]
+        return
+    for marker in MARKERS:
         if config.getoption(f"--no-{marker}"):
             skip = pytest.mark.skip(reason=f"--no-{marker} given")
             for item in items:

@@ -38,11 +38,13 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complete
     return proc, out
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_smoke_run_exits_cleanly(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     proc, _ = smoke
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_smoke_run_prints_the_tables(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     proc, _ = smoke
     out = proc.stdout
@@ -61,6 +63,7 @@ def test_smoke_run_prints_the_tables(smoke: tuple[subprocess.CompletedProcess[st
     assert "PASS" in out or "FAIL" in out
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_validate_jsonl_is_timed_next_to_assemble_jsonl(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     """The check-only path (issue 15) is a contender of the JSON-lines table, with its ratio to orjson and its
     targets on the recordings and the typical turn."""
@@ -73,6 +76,7 @@ def test_validate_jsonl_is_timed_next_to_assemble_jsonl(smoke: tuple[subprocess.
     assert [row.split("|")[3].strip() for row in rows] == ["≤ 2.0\u00d7", "≤ 1.5\u00d7"]
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_the_corpus_section_runs(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     """``--smoke`` runs the corpus section at its smoke sizes: whole ``streamfsm check`` processes at -j 1, 2 and
     automatic (each checked against the corpus), local disk against memory:// (or why not), peak memory."""
@@ -92,6 +96,7 @@ def test_the_corpus_section_runs(smoke: tuple[subprocess.CompletedProcess[str], 
         assert (out_dir / "corpus.png").exists() and "corpus.png" in report
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_the_converters_run_next_to_their_sdks(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     """The Responses and Gemini converters are timed (and content-checked) on every STRICT workload, each next to
     its SDK's own handling of the same events when that SDK is installed."""
@@ -140,6 +145,7 @@ def test_the_wire_api_events_of_a_workload_convert_to_its_content(finish: str) -
         assert result.finish.kind == finish, convert.__name__
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_smoke_run_writes_results_md(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     _, out = smoke
     report = (out / "RESULTS.md").read_text(encoding="utf-8")
@@ -161,6 +167,7 @@ def test_smoke_run_writes_results_md(smoke: tuple[subprocess.CompletedProcess[st
     assert out.resolve() != (REPO / "benchmarks").resolve()
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_missing_peers_are_reported(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     _, out = smoke
     report = (out / "RESULTS.md").read_text(encoding="utf-8")
@@ -170,6 +177,7 @@ def test_missing_peers_are_reported(smoke: tuple[subprocess.CompletedProcess[str
         assert f"- {dist}" in report, dist  # installed (with its version) or MISSING (with the reason)
 
 
+@pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_plot_written_or_its_absence_explained(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     _, out = smoke
     report = (out / "RESULTS.md").read_text(encoding="utf-8")
@@ -224,6 +232,7 @@ def test_a_peak_within_the_constants_own_spread_is_at_the_constant(peak: int, sp
     assert ("within its own spread over 3 runs" in target.measured) == (verdict == "PASS" and spread > 0)
 
 
+@pytest.mark.slow
 def test_provider_memory_quick_run_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import provider_memory
 

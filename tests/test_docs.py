@@ -52,6 +52,7 @@ RUNNERS = {
     "local-server": "the HTTP request goes to a local server that streams a recorded answer",
     "s3": "s3:// goes to moto's S3 server on 127.0.0.1 (marked cloud)",
     "dask-cluster": "runs as a script: a LocalCluster of process workers on 127.0.0.1 (marked cluster)",
+    "script": "runs as a script, in a child interpreter: it sets what a process sets once (the reason after it)",
     "not-run": "not run, for the reason given after it",
 }
 
@@ -92,7 +93,7 @@ def test_every_example_is_found_and_says_how_it_runs() -> None:
     assert markers == sum(e.how != "" for e in EXAMPLES), "a <!-- test: ... --> comment not right before a ```python"
     for e in EXAMPLES:
         assert e.how in ("", *RUNNERS), e.where
-        assert e.how != "not-run" or e.why, f"{e.where}: say why it is not run"
+        assert e.how not in ("not-run", "script") or e.why, f"{e.where}: say why it is not run, or run as a script"
 
 
 def run_here(code: str, where: str, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -120,6 +121,8 @@ def test_the_example_runs(example: Example, monkeypatch: pytest.MonkeyPatch, req
         assert said is not None, "the page no longer says what the example prints"
         broken, total = int(said[1]), said[2]
         assert out.splitlines()[broken:] == [total], out
+    elif example.how == "script":
+        out = run_as_a_script(example)
     else:
         out = run_here(example.code, example.where, monkeypatch)
     if example.prints is not None:
@@ -158,7 +161,11 @@ def run_with_s3(example: Example, monkeypatch: pytest.MonkeyPatch, request: pyte
 
 
 def run_as_a_script(example: Example) -> str:
-    done = subprocess.run([sys.executable, "-c", example.code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    """Run an example in a child interpreter, from the repository's root (this checkout's package first)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(
+        [sys.executable, "-c", example.code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -221,6 +228,7 @@ def test_demo_runs_without_network() -> None:
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     """``mkdocs build --strict``: every page in the nav, every link and anchor resolved, every API page rendered."""
     done = subprocess.run(
@@ -233,6 +241,16 @@ def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "reference" / "streams" / "index.html").read_text(encoding="utf-8").count("doc-heading") > 5
+    # The signatures are formatted (one parameter a line, not one long line the page clips): by ruff, which the
+    # docs extra brings.
+    agent = (tmp_path / "reference" / "agent" / "index.html").read_text(encoding="utf-8")
+    signatures = re.findall(r'class="doc-signature highlight"><pre><span></span><code>(.*?)</code>', agent, re.S)
+    assert signatures and any("(</span>\n    <span" in s for s in signatures)
+    assert "Formatting signatures requires" not in done.stderr
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert any(r.startswith(("ruff", "black")) for r in extras["docs"])
 
 
 def test_the_performance_page_is_the_benchmarks() -> None:
@@ -314,3 +332,13 @@ def test_every_documented_command_is_one_the_repo_has(tmp_path: Path) -> None:
         elif re.fullmatch(r"(?:.*/)?python3?", argv[0]) and argv[1] == "-m":
             assert importlib.util.find_spec(argv[2]) is not None, f"{where}: {argv[2]}"
     assert ran >= 1
+
+
+def test_ci_runs_the_whole_suite_the_readme_names() -> None:
+    """``.ci/run`` runs the README's test command, the whole suite: no ``--quick``, no ``--no-...`` option."""
+    readme = re.search(r"## Run the tests\n\n```sh\n([^\n]*)\n```", README)
+    assert readme is not None
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci.replace(" -q ", " ").endswith(readme[1]), (ci, readme[1])
+    assert readme[1].endswith(".venv/bin/python -m pytest") and "--" not in ci
+    assert ".venv/bin/python -m pytest --quick" in README  # the contributor's loop, said beside it

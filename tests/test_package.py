@@ -47,7 +47,20 @@ def test_the_public_names_are_written_once_and_the_rest_derived() -> None:
     assert sf._face() == seen
     assert len(sf.__all__) == len(set(sf.__all__))
     assert set(sf.__all__) <= set(dir(sf))
-    assert len(re.findall(r"\bassemble_jsonl\b", INIT)) == 2  # "assemble_jsonl as assemble_jsonl": one statement
+    code = INIT.removeprefix(f'"""{sf.__doc__}"""')  # the docstring's map is checked below
+    assert len(re.findall(r"\bassemble_jsonl\b", code)) == 2  # "assemble_jsonl as assemble_jsonl": one statement
+
+
+def test_the_package_docstring_is_an_example_and_a_map_of_every_public_name() -> None:
+    """``help(streamfsm)`` opens with it: an example that runs (a doctest), then each public name once, by use."""
+    import doctest
+
+    assert sf.__doc__ is not None
+    assert doctest.testmod(sf, report=False, raise_on_error=True).attempted >= 3
+    mapped = re.findall(r"``(\w+)``", sf.__doc__.split("The public names", 1)[1])
+    public = [name for name in mapped if name in PUBLIC]
+    assert sorted(public) == PUBLIC, "a public name missing from the map, or mapped twice"
+    assert "_machine" not in sf.__doc__ and "TYPE_CHECKING" not in sf.__doc__  # no internals
 
 
 @pytest.mark.parametrize("name", PUBLIC)

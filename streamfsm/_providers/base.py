@@ -5,7 +5,8 @@ checks the key and headers before any request; redacts the secrets from every er
 through a converter (:meth:`HttpAdapter._converted`). A wire API's adapter subclasses it: its constructor names
 its own parameters and takes the shared ones as :class:`HttpSettings` (``**settings``), says how the key is sent
 (:meth:`HttpAdapter.provider_headers`), builds the request body and implements ``stream``. Importing this
-needs no ``httpx``: the request is made by :mod:`.http`, imported when a stream starts.
+needs no ``httpx``: the request is made by :mod:`.http`, imported when a stream starts; constructing an adapter
+without it raises ``ImportError`` naming the ``http`` extra.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .._adapter import (
     attribution_headers,
 )
 from .._errors import LlmError
+from .._extras import require
 from .._wire import StreamChunk
 from .body import ACCEPT_ENCODING
 from .secrets import Redactor, check_api_key, check_headers, is_secret_header, redacting
@@ -97,6 +99,7 @@ class HttpAdapter(LlmAdapter):
         headers: Mapping[str, str] | None = None,
         identity: AppIdentity = APP_IDENTITY,
     ) -> None:
+        require("httpx", "http", type(self).__name__)  # here, not at the first request
         check_api_key(api_key)
         check_headers(headers or {})
         if deadline is not None and not deadline > 0:  # NaN fails too

@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 import streamfsm as sf
 
 from ..data import SEED_CHUNKS
@@ -52,6 +54,7 @@ def one_at_a_time(streams: list[list[Any]]) -> list[Any]:
     return [outcome(lambda s=s: sf.assemble(s)) for s in streams]
 
 
+@pytest.mark.slow
 def test_many_streams_in_one_event_loop() -> None:
     streams = [stream(k) for k in range(STREAMS)]
     expected = one_at_a_time(streams)

@@ -1,10 +1,12 @@
 """The mistakes a new user makes with the entry points, each answered by a message that names the right call: a
 file name given as JSON lines, a policy in capitals, an async iterable given to a sync entry point (and the other
-way round), a provider's event given as a chunk."""
+way round), a provider's event given as a chunk, text, a path, a file or one chunk given as the chunks, and a
+server-sent events body given as JSON lines."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ import streamfsm as sf
 from streamfsm import _cli
 
 from ..cli_support import jsonl
-from ..data import SEED_CHUNKS
+from ..data import PROVIDER_STREAMS, SEED_CHUNKS
 
 E = sf.ErrorCode
 
@@ -184,3 +186,95 @@ def test_a_chunk_that_is_nobodys_event_gets_no_hint() -> None:
         with pytest.raises(sf.LlmError) as info:
             sf.assemble([chunk])  # type: ignore[list-item]
         assert "convert them" not in info.value.message
+
+
+# -- a path, text, a file or one chunk given as the chunks -------------------------------------------------
+
+
+def validate_chunks(chunks: Any) -> list[Any]:
+    return list(sf.validate(chunks))
+
+
+@pytest.mark.parametrize(
+    ("entry", "lines"),
+    [(sf.assemble, "assemble_jsonl"), (validate_chunks, "validate_jsonl")],
+    ids=["assemble", "validate"],
+)
+def test_text_a_file_or_one_chunk_given_as_chunks_says_what_takes_it(entry: Any, lines: str, tmp_path: Path) -> None:
+    path = tmp_path / "good.jsonl"
+    path.write_bytes(jsonl(SEED_CHUNKS))
+    name = "assemble" if entry is sf.assemble else "validate"
+    with open(path, "rb") as file:
+        wrong = {
+            "a file name": (
+                str(path),
+                f"not a str: JSON lines go to sf.{lines}(text); a recording by its name is read",
+            ),
+            "JSON lines": (jsonl(SEED_CHUNKS), f"not bytes: JSON lines go to sf.{lines}(text)"),
+            "a file": (file, f"and a file gives lines: pass the file to sf.{lines}(file)"),
+            "one chunk": (SEED_CHUNKS[0], "and this dict is one chunk: pass a list of them ([chunk, ...])"),
+        }
+        for what, (source, said) in wrong.items():
+            with pytest.raises(sf.LlmError) as info:
+                entry(source)
+            assert (info.value.code, info.value.chunk_index) == (E.INVALID_CHUNK, 0), what
+            assert f"; {name}() takes an iterable of chunk objects, {said}" in info.value.message, what
+            assert str(info.value).startswith("[INVALID_CHUNK] invalid chunk: a chunk must be an object, got "), what
+    with open(path, "rb") as file:  # what it says works
+        assert len(validate_all(file) if lines == "validate_jsonl" else [sf.assemble_jsonl(file)]) > 0
+    assert [s.format for s in sf.read_recordings(str(path))] == ["jsonl"]
+
+
+def test_a_path_object_given_as_chunks_is_a_type_error_naming_the_readers(tmp_path: Path) -> None:
+    for call in (sf.assemble, validate_chunks, lambda c: asyncio.run(sf.aassemble(c))):
+        with pytest.raises(TypeError, match=r"takes an iterable of chunk objects, not a path: JSON lines go to sf\."):
+            call(tmp_path / "good.jsonl")
+
+
+def test_text_or_one_chunk_given_to_the_async_entry_points_names_the_readers() -> None:
+    with pytest.raises(
+        TypeError, match=r"^aassemble\(\) takes an iterable of chunk objects, not a str: .*assemble_jsonl"
+    ):
+        asyncio.run(sf.aassemble("good.jsonl"))  # type: ignore[arg-type]
+
+    async def consume() -> None:
+        async for _ in sf.avalidate(SEED_CHUNKS[0]):  # type: ignore[arg-type]
+            pass
+
+    with pytest.raises(TypeError, match=r"^avalidate\(\) takes .* this dict is one chunk"):
+        asyncio.run(consume())
+
+
+def test_a_stream_of_wrong_chunks_gets_no_reader_hint() -> None:
+    """Only the source itself being text, a file or a chunk earns the hint: a list of bad chunks does not."""
+    for chunks in (["/"], [b"{}"], [[SEED_CHUNKS[0]]]):
+        with pytest.raises(sf.LlmError) as info:
+            sf.assemble(chunks)  # type: ignore[arg-type]
+        assert "takes an iterable of chunk objects" not in info.value.message
+
+
+# -- a server-sent events body given as JSON lines ----------------------------------------------------------
+
+SSE_BODY = PROVIDER_STREAMS / "anthropic-messages" / "tool_use_response.sse"
+
+
+@pytest.mark.parametrize("entry", [sf.assemble_jsonl, validate_all], ids=["assemble_jsonl", "validate_jsonl"])
+def test_an_sse_body_given_as_json_lines_names_the_reader_that_takes_it(entry: Any) -> None:
+    body = SSE_BODY.read_bytes()
+    for source in (body, body.decode(), io.BytesIO(body)):
+        with pytest.raises(sf.LlmError) as info:
+            entry(source)
+        assert (info.value.code, info.value.chunk_index) == (E.INVALID_CHUNK, 0)
+        assert "line is not JSON" in info.value.message
+        assert (
+            "; it is a line of a server-sent events body (a provider's stream), not a JSON line of chunks: read the "
+            "body with sf.read_recordings(...), which tells the provider from its first lines" in info.value.message
+        )
+    assert [s.format for s in sf.read_recordings(body)] == ["anthropic-sse"]  # what it says works
+
+
+def test_a_line_that_is_not_json_nor_sse_keeps_the_plain_message() -> None:
+    for text in (b"hello: world\n", b"  data\n", b"{data:1}\n"):
+        with pytest.raises(sf.LlmError) as info:
+            sf.assemble_jsonl(text)
+        assert "server-sent events" not in info.value.message

@@ -225,6 +225,7 @@ def peak(path: Path) -> int:
         assert report.code == "STREAM_TRUNCATED", report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "member"), [("text-chunks", "a"), ("tool-call-chunks", "12345678")], ids=["one-char-text", "args"]
 )

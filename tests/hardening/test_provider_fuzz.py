@@ -212,6 +212,7 @@ def test_a_hostile_event_alone_is_an_llm_error_or_nothing(name: str, make: Calla
         run(name, [{"type": "response.created", "response": make()}], policy)
 
 
+@pytest.mark.slow
 def test_a_value_nested_5000_levels_anywhere_is_an_llm_error_or_nothing() -> None:
     # Each top-level value of the first events of each recording, in turn, nested 5,000 levels deep: the
     # converters copy, measure and quote such values without recursion.

@@ -133,6 +133,7 @@ ADAPTERS: dict[str, Callable[[str], sf.LlmAdapter]] = {
 ASK = sf.GenerateOptions(model="m", messages=(sf.UserMessage(content="hi"),))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ADAPTERS)
 @pytest.mark.parametrize("policy", ["strict", None])
 def test_an_adapter_holds_back_no_more_than_the_limits_given_to_generate(

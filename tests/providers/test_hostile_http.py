@@ -544,6 +544,7 @@ def test_a_deadline_ends_the_reading_of_an_error_body(server: SSEServer) -> None
 # --- Linear converters -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_signature_and_thinking_deltas_are_joined_once() -> None:
     count = 320_000
     delta = {"type": "content_block_delta", "index": 0}

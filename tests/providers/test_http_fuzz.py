@@ -23,6 +23,7 @@ import zlib
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -227,6 +228,7 @@ def adapter(kind: str, url: str) -> sf.LlmAdapter:
     return sf.AnthropicAdapter(base_url=url, api_key="sk-fuzz", **bounds)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

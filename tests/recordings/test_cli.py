@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 import streamfsm as sf
 from streamfsm import _cli, _cli_report, _progress
+from streamfsm._about import version_line
 from streamfsm._check import UNSAFE, printable
 from streamfsm._lines import MAX_LINE_BYTES, LineTooLong, bounded_lines
 from streamfsm._providers import recorded
@@ -93,7 +94,7 @@ def bad(tmp_path: Path) -> Path:
 
 
 def test_a_good_stream_is_one_line(capsys: pytest.CaptureFixture[str], good: Path) -> None:
-    status, out, err = run(capsys, "check", str(good))
+    status, out, err = run(capsys, "check", "-v", str(good))
     assert status == 0, err
     first = out.splitlines()[0]
     assert first == (f"{good}: ok; 2 blocks (text, tool-call); tool calls: bash; usage 100 in / 50 out; finish stop")
@@ -140,11 +141,32 @@ def test_an_empty_file_is_a_truncated_stream(capsys: pytest.CaptureFixture[str],
     assert "the input ended after 0 chunks; state READY accepts block-start, usage, finish" in out
 
 
+def test_valid_streams_are_counted_not_printed_unless_asked(capsys: pytest.CaptureFixture[str], good: Path) -> None:
+    """A corpus that is all valid prints the summary alone; ``-v`` prints each valid stream's line, and each file
+    that records no stream; ``-q`` after it undoes it; an invalid stream is printed either way."""
+    empty = SESSIONS / "acp-agent--goal-snapshots--goal-wrapup.jsonl"  # a session log with no model turn
+    status, out, err = run(capsys, "check", "--policy", "harness", str(good), str(empty))
+    assert (status, err) == (_cli.EXIT_OK, "")
+    assert out.startswith("checked 1 stream in 2 files (policy harness)") and ": ok;" not in out
+    assert "no streams recorded" not in out and "  no streams  " in out
+    status, shown, _ = run(capsys, "check", "-v", "--policy", "harness", str(good), str(empty))
+    assert shown.splitlines()[:3] == [
+        f"{good}: ok; 2 blocks (text, tool-call); tool calls: bash; usage 100 in / 50 out; finish stop",
+        f"{empty}: no streams recorded",
+        "",
+    ]
+    assert ": ok;" not in run(capsys, "check", "-v", "-q", str(good))[1]
+    status, out, _ = run(capsys, "check", str(good), str(SESSIONS))
+    assert status == _cli.EXIT_INVALID and ": ok;" not in out
+    invalid = int(re.findall(r"ok, (\d+) invalid", out)[0])
+    assert len(re.findall(r"^ +=", out, re.M)) == invalid > 0  # each problem, no more
+
+
 def test_a_missing_file_is_a_usage_error_and_the_others_are_still_checked(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, good: Path
 ) -> None:
     missing = tmp_path / "missing.jsonl"
-    status, out, err = run(capsys, "check", str(missing), str(good))
+    status, out, err = run(capsys, "check", "-v", str(missing), str(good))
     assert status == 2
     assert err == f"streamfsm: {missing}: cannot read: No such file or directory\n"
     assert f"{good}: ok;" in out
@@ -248,7 +270,7 @@ def test_control_characters_are_shown_escaped(capsys: pytest.CaptureFixture[str]
             ]
         )
     )
-    status, out, _ = run(capsys, "check", str(torn), str(tool))
+    status, out, _ = run(capsys, "check", "-v", str(torn), str(tool))
     assert status == 1
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
     assert "1 | \\x1b]0;t\\x07\\x1b[2J\\x00\\x9b" in out
@@ -656,18 +678,31 @@ def test_python_m_streamfsm_is_the_command(bad: Path) -> None:
     assert checked.stdout == command("check", str(bad)).stdout
     assert checked.stdout.startswith(f"{bad}:5: BLOCK_NOT_OPEN ")
     version = module("--version")
-    assert (version.returncode, version.stdout) == (0, f"streamfsm {sf.__version__}\n")
+    assert (version.returncode, version.stdout) == (0, f"{version_line()}\n")
     bare = module()
     assert bare.returncode == _cli.EXIT_USAGE and bare.stdout == "" and "COMMAND" in bare.stderr
     demo = module("demo", "--fast")
     assert demo.returncode == 0 and "rejected: BLOCK_NOT_OPEN at chunk 4" in demo.stdout
 
 
+def test_the_version_says_which_machine_runs_and_why() -> None:
+    """``--version``: the version, then the machine: compiled, or pure and why (the build's record, or none when the
+    package runs from its source tree). The record a build writes is tested in tests/test_install.py."""
+    import streamfsm._machine as machine
+
+    line = version_line()
+    assert line.startswith(f"streamfsm {sf.__version__}; machine: ")
+    if machine.__file__ is not None and machine.__file__.endswith(".py"):
+        assert line.split("; machine: ")[1].startswith("pure Python (")
+    else:
+        assert line.endswith("; machine: compiled with mypyc")
+
+
 def test_the_console_script() -> None:
     script = console_script()
     done = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
-    assert done.stdout == f"streamfsm {sf.__version__}\n"
+    assert done.stdout == f"{version_line()}\n"
     done = subprocess.run([script, "diagram"], capture_output=True, text=True, timeout=60)
     assert done.stdout == sf.diagram()
 
@@ -818,7 +853,7 @@ def test_readme_examples_are_what_the_command_prints(tmp_path: Path) -> None:
     assert {cmd for cmd, _ in examples} == {
         "streamfsm check broken.jsonl",
         "streamfsm check --json broken.jsonl",
-        "streamfsm check --policy harness tests/fixtures/harness-sessions",
+        "streamfsm check -v --policy harness tests/fixtures/harness-sessions",
         "streamfsm assemble --compact tests/fixtures/inference-servers/llama-server-cut-call.sse",
     }
     broken = copy.deepcopy(SEED_CHUNKS)
@@ -1010,7 +1045,7 @@ def test_an_sse_body_checks_as_its_events_do(
 def test_a_real_pipe_into_the_command() -> None:
     body = sse_body(events_of(NEW_FORMATS["gemini"]), "gemini", b"\r\n")
     done = subprocess.run(
-        [sys.executable, "-m", "streamfsm._cli", "check", "-"], input=body, capture_output=True, timeout=120
+        [sys.executable, "-m", "streamfsm._cli", "check", "-v", "-"], input=body, capture_output=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().startswith("-: ok; 1 block (tool-call); tool calls: weather;")
@@ -1183,7 +1218,7 @@ def test_check_says_what_was_kept(capsys: pytest.CaptureFixture[str]) -> None:
     path = MORE_PROVIDER_STREAMS / "anthropic-messages" / "anthropic-web-search-tool.1.jsonl"
     result = library_report(path)
     assert result.kept
-    status, out, _ = run(capsys, "check", str(path))
+    status, out, _ = run(capsys, "check", "-v", str(path))
     assert status == 0
     line = out.splitlines()[0]
     assert line.endswith(f"; {sf.describe_kept(result.kept)}")
@@ -1204,7 +1239,7 @@ def test_a_turn_that_kept_nothing_says_nothing(capsys: pytest.CaptureFixture[str
 
 def test_the_kept_line_counts_repeated_types(capsys: pytest.CaptureFixture[str]) -> None:
     path = MORE_PROVIDER_STREAMS / "openai-responses" / "openai-web-search-tool.1.jsonl"
-    status, out, _ = run(capsys, "check", str(path))
+    status, out, _ = run(capsys, "check", "-v", str(path))
     assert status == 0
     assert "25 provider blocks kept for replay: reasoning (7), web_search_call (6), url_citation (12)" in out
 
@@ -1290,7 +1325,7 @@ def test_a_name_that_is_not_utf8_is_shown_escaped(tmp_path: Path, encoding: str 
     (folder / NOT_UTF8).write_bytes(jsonl(SEED_CHUNKS))
     env = {"PYTHONIOENCODING": encoding} if encoding else {}
     for target in (str(folder), str(folder / NOT_UTF8)):  # walked, and named
-        done = streamfsm("check", *(["--json"] if as_json else []), target, env=env)
+        done = streamfsm("check", *(["--json"] if as_json else ["-v"]), target, env=env)
         assert (done.returncode, done.stderr) == (0, b""), done.stderr.decode(errors="replace")
         out = done.stdout.decode("utf-8")  # strict: nothing undecodable was written
         assert not raw_unsafe(out)
@@ -1337,7 +1372,7 @@ def test_special_files_in_a_folder_are_skipped_with_a_note(tmp_path: Path) -> No
     finally:
         os.chdir(cwd)
     try:
-        done = streamfsm("check", str(folder), timeout=60)
+        done = streamfsm("check", "-v", str(folder), timeout=60)
     finally:
         server.close()
     assert done.returncode == 0, done.stderr
@@ -1388,7 +1423,7 @@ def test_a_fifo_named_is_read(tmp_path: Path) -> None:
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
-    done = streamfsm("check", str(fifo), timeout=60)
+    done = streamfsm("check", "-v", str(fifo), timeout=60)
     writer.join(10)
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().startswith(f"{fifo}: ok; 2 blocks")
@@ -1507,7 +1542,7 @@ def test_an_empty_or_blank_file_is_a_truncated_stream_in_every_format(
 def test_session_logs_with_their_header_and_no_model_turn_still_record_no_streams(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _, out, _ = run(capsys, "check", "--policy", "harness", str(SESSIONS))
+    _, out, _ = run(capsys, "check", "-v", "--policy", "harness", str(SESSIONS))
     assert len(re.findall(r": no streams recorded$", out, re.MULTILINE)) == 17
     assert re.search(r"^  no streams +- +17$", out, re.MULTILINE)
     empty = next(
@@ -1517,7 +1552,7 @@ def test_session_logs_with_their_header_and_no_model_turn_still_record_no_stream
     )
     assert run(capsys, "check", str(empty))[0] == _cli.EXIT_OK
     with open(empty, "rb") as log:
-        done = streamfsm("check", "-", stdin=log)
+        done = streamfsm("check", "-v", "-", stdin=log)
     assert (done.returncode, done.stdout.decode().splitlines()[0]) == (0, "-: no streams recorded")
 
 
@@ -1674,6 +1709,7 @@ def imports(argv: list[str], env: dict[str, str], tmp_path: Path) -> list[tuple[
     return [(name, guarded == "1") for name, guarded in (line.split() for line in log.read_text().splitlines())]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", STARTS.values(), ids=STARTS.keys())
 def test_ctrl_c_at_every_moment_of_start_up(start: Any, probed: dict[str, str], tmp_path: Path) -> None:
     """A SIGINT sent as the command imports each of its modules (its own, pydantic's, orjson's, ...): exit 130,
@@ -1999,7 +2035,7 @@ def test_the_progress_bar_writes_the_lines_in_batches_above_it(tmp_path: Path) -
         (tmp_path / f"{i:03d}.jsonl").write_bytes(jsonl(SEED_CHUNKS))
     (tmp_path / "150-unknown.sse").write_bytes(b'data: {"what": 1}\n\n')
     started = time.monotonic()
-    status, shown = on_a_terminal("check", "--color", "never", ".", cwd=tmp_path)
+    status, shown = on_a_terminal("check", "-v", "--color", "never", ".", cwd=tmp_path)
     took = time.monotonic() - started
     assert status == _cli.EXIT_USAGE
     redraws = shown.count("checking ")

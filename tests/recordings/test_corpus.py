@@ -179,6 +179,7 @@ def test_standard_input_keeps_its_place(monkeypatch: pytest.MonkeyPatch, small_f
     assert got[5].streams[0].ok and got[5] == check_source(jsonl(SEED_CHUNKS), name="-")
 
 
+@pytest.mark.slow
 def test_the_main_process_holds_no_more_for_more_files(tmp_path: Path) -> None:
     """Each report is dropped once handed back, and at most a window of batches is held: the peak of what the main
     process allocates while it checks 3,000 files is that of 750 (the bound: 256 KiB more, where a report of one
@@ -325,7 +326,7 @@ def without_times(out: str) -> str:
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("options", [["--json"], ["--policy", "harness"], ["-q", "--policy", "harness", "--json"]])
+@pytest.mark.parametrize("options", [["--json"], ["-v", "--policy", "harness"], ["--policy", "harness", "--json"]])
 def test_a_cluster_gives_what_a_local_run_gives(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cluster: Any, options: list[str]
 ) -> None:

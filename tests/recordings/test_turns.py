@@ -148,7 +148,7 @@ def test_two_sse_bodies_are_two_streams(name: str) -> None:
 
 def test_check_names_each_turn_by_file_and_line(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(TURNS / "gemini-two-turns.jsonl")
-    status, out, _ = run(capsys, "check", path)
+    status, out, _ = run(capsys, "check", "-v", path)
     assert status == 0
     assert out.startswith(f"{path}#0: ok; 1 block (tool-call)") and f"\n{path}#1: ok; 1 block (text)" in out
     assert "checked 2 streams in 1 file" in out

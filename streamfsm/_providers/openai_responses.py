@@ -194,6 +194,7 @@ class OpenAIResponsesConverter:
         self.calls = 0
         self.response: dict[str, Any] = {}
         self.ended: str | None = None  # the event that ended the response
+        self.created = False  # its response.created came
         # The names of the client's own tools (function, custom), when the response lists its tools: a call of
         # another name is one the server runs (xAI's search tools come as custom_tool_call items).
         self.declared: frozenset[str] | None = None
@@ -240,10 +241,7 @@ class OpenAIResponsesConverter:
         if not isinstance(response, Mapping):
             raise malformed(f"{event.get('type')} without a 'response' object")
         found = response.get("id")
-        if isinstance(found, str):
-            known = self.response.get("id")
-            if known is not None and known != found:
-                raise malformed(f"response {quote(found)} began before response {quote(known)} ended: not one turn")
+        if isinstance(found, str):  # the last one said: a gateway may give each event an id of its own (Copilot's)
             self.response["id"] = found
         if isinstance(response.get("model"), str):
             self.response["model"] = response["model"]
@@ -268,7 +266,15 @@ class OpenAIResponsesConverter:
         return False
 
     def _started(self, event: Mapping[str, Any]) -> None:  # response.created, .in_progress, .queued
-        self._response(event)
+        """A turn ends only at its terminal event: before it, a new id is the same response, another
+        ``response.created`` a response spliced into this one."""
+        known = self.response.get("id")
+        response = self._response(event)
+        if event.get("type") == "response.created":
+            if self.created:
+                found = quote(response.get("id"))
+                raise malformed(f"response {found} began before response {quote(known)} ended: not one turn")
+            self.created = True
 
     def _item(self, event: Mapping[str, Any], kinds: frozenset[str]) -> _Item:
         """The item (of one of ``kinds``) an event is about. A text event for an item never added makes it (a server

@@ -37,6 +37,7 @@ def test_the_recordings_are_there() -> None:
     assert [p.name for p in FILES] == [
         "azure-text.1.jsonl",
         "azure-tool-call.1.jsonl",
+        "github-copilot-id-rotation.1.jsonl",
         "lmstudio-tool-call.1.jsonl",
         "openai-custom-tool.1.jsonl",
         "openai-error.1.jsonl",
@@ -412,6 +413,23 @@ def test_the_replay_state_names_the_response() -> None:
         "response": {"id": "resp_1", "model": "gpt-5", "status": "completed"},
         "blocks": [{"item": "msg_1", "part": "output_text"}],
     }
+
+
+def test_a_gateway_that_rotates_every_id_gives_one_response() -> None:
+    """GitHub Copilot's gateway gives ``response.created``, ``.in_progress`` and ``.completed`` each a response id
+    of its own, and every event of an item an item id of its own: a turn ends only at its terminal event, so a new
+    id before it is the same response (the last one said names it for replay). A second ``response.created`` before
+    the terminal event is another response spliced in."""
+    events = recording(RESPONSES / "github-copilot-id-rotation.1.jsonl")
+    ids = [e["response"]["id"] for e in events if "response" in e]
+    assert len(set(ids)) == 3 and len({e["item_id"] for e in events if "item_id" in e}) > 50
+    result = convert(events)
+    assert result.text.startswith("There are **3** letter") and result.finish.kind == "stop"
+    assert result.replay_state is not None and result.replay_state["response"]["id"] == ids[-1]
+    assert [sf.assemble(t).text for t in sf.read_turns(sf.from_openai_responses_events, events)] == [result.text]
+    with pytest.raises(sf.LlmError, match="began before") as caught:
+        convert([created(), *message(0, "a")[:2], created(), *message(0, "b"), completed()])
+    assert caught.value.code == E.MALFORMED_RESPONSE
 
 
 # --- Failures -----------------------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
 from .convert import (
-    another_turn,
     closing,
     convert,
+    ended_turn,
     is_position,
     malformed,
     non_negative_int,
@@ -161,9 +161,8 @@ class AnthropicConverter:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.stopped and kind != "ping":
-            if self.begins_turn(event):
-                raise another_turn("event 'message_start' after message_stop", "from_anthropic_events")
-            raise malformed(f"event {quote(kind)} after message_stop")
+            reader = "from_anthropic_events" if self.begins_turn(event) else None
+            raise ended_turn(f"event {quote(kind)}", "message_stop", reader)
         if kind == "content_block_delta":
             return self._delta(event)
         if kind == "content_block_start":

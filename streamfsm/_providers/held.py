@@ -27,7 +27,7 @@ from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason
 from .blocks import ProviderBlock
-from .convert import refuse_empty
+from .convert import ended_turn, refuse_empty
 
 __all__ = ["PACK", "BlockQueue", "utf8_len"]
 
@@ -48,10 +48,11 @@ class BlockQueue:
     (:meth:`end`) ends as soon as it is open. Empty arguments become ``{}``, the provider's way of saying "no
     arguments".
 
-    ``limits`` (the machine's, see the module docstring) bound the content held back.
+    ``limits`` (the machine's, see the module docstring) bound the content held back. Once the converter has
+    read the turn's finish reason (``ended``: its name), content is refused (:func:`~.convert.ended_turn`).
     """
 
-    __slots__ = ("blocks", "done", "limits", "made", "next_index", "out", "size")
+    __slots__ = ("blocks", "done", "ended", "limits", "made", "next_index", "out", "size")
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = STREAM_LIMITS.get() if limits is None else limits
@@ -63,6 +64,7 @@ class BlockQueue:
         self.out: list[StreamChunk] = []
         # The blocks (by identity) the provider said are complete (:meth:`end`), not yet ended.
         self.done: set[int] = set()
+        self.ended: str | None = None  # what ended the turn (its finish reason, by the provider's name)
 
     @property
     def count(self) -> int:
@@ -71,6 +73,8 @@ class BlockQueue:
 
     def add(self, block: ProviderBlock, text: str) -> None:
         """Append content to ``block`` (which must be in the queue): live if it is open, buffered otherwise."""
+        if self.ended is not None:
+            raise ended_turn("content", self.ended)
         if block.started:
             block.parts.append(text)
             self.size += utf8_len(text)
@@ -82,6 +86,8 @@ class BlockQueue:
 
     def push(self, block: ProviderBlock, text: str) -> None:
         """A new block, with its first content."""
+        if self.ended is not None:
+            raise ended_turn(f"a {block.kind} block", self.ended)
         self.made += 1
         self.blocks.append(block)
         block.parts.append(text)

@@ -33,7 +33,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import responses_failure, stream_failure
-from .convert import another_turn, closing, convert, count, finish_reason, is_position, malformed, string, sync_or_async
+from .convert import closing, convert, count, ended_turn, finish_reason, is_position, malformed, string, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -211,11 +211,8 @@ class OpenAIResponsesConverter:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.ended is not None:
-            if self.begins_turn(event):
-                raise another_turn(f"event {quote(kind)} after {self.ended}", "from_openai_responses_events")
-            raise malformed(
-                f"event {quote(kind)} after {self.ended}: a stream of more than one response is not one turn"
-            )
+            reader = "from_openai_responses_events" if self.begins_turn(event) else None
+            raise ended_turn(f"event {quote(kind)}", self.ended, reader)
         if not isinstance(kind, str):
             names = sorted(key for key in event if isinstance(key, str))[:8]  # a dict given may have other keys
             raise malformed(f"an event without a 'type': {[name[:40] for name in names]}")

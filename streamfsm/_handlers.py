@@ -229,6 +229,10 @@ class Handlers(Stream):
             self._cool()
         size = self._grow(block, value)
         pending = bytes_since(block) + utf8_len(value)
+        if tool and (block.id is None or (name is not None and block.name is None)):
+            # The strings the call keeps, counted at the chunk that first says them (with its deltas' bytes).
+            new_name = name if name is not None and block.name is None else ""
+            pending += self._kept(block, cid if block.id is None else "", new_name, n)
         stream = self._stream_bytes + pending
         self._limits(n, stream, block, size, True)
         if tool and self._interleave and (block.id is None or (name is not None and block.name is None)):
@@ -303,7 +307,9 @@ class Handlers(Stream):
                 )
                 if not self._raw_arguments:
                     self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {self._state})", n)
-            stream = self._block_limits(block, utf8_len(arguments), had_deltas, n)
+            # Its id and name count as its bytes do: those its deltas said are counted already (block.counted).
+            kept = self._kept(block, cid, name, n)
+            stream = self._block_limits(block, utf8_len(arguments), had_deltas, n, kept)
             if parsed is None:
                 self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
             if not self._results:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Final, NoReturn
 
 from . import _shape
-from ._blocks import Buffer, Keys, Room
+from ._blocks import Buffer, Keys, Room, utf8_len
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._messages import Note, a, block_name, mismatch, refused, short, type_of
@@ -130,12 +130,24 @@ class Stream(Room):
         if n >= self._max_chunks:
             self._limit(n, f"more than {self._max_chunks} chunks")
 
-    def _block_limits(self, block: Buffer, size: int, had_deltas: bool, n: int) -> int:
-        """The limits of a block ending with ``size`` UTF-8 bytes (a block with deltas was held to its own limit
-        delta by delta). Returns the stream's bytes."""
-        stream = self._stream_bytes + size - block.counted
+    def _block_limits(self, block: Buffer, size: int, had_deltas: bool, n: int, kept: int = 0) -> int:
+        """The limits of a block ending with ``size`` UTF-8 bytes of content and ``kept`` of a tool call's id and name
+        (a block with deltas was held to its own limit delta by delta). Returns the stream's bytes."""
+        stream = self._stream_bytes + size + kept - block.counted
         self._limits(n, stream, None if had_deltas else block, size)
         return stream
+
+    def _kept(self, block: Buffer, cid: str, name: str, n: int) -> int:
+        """The UTF-8 bytes of a tool call's id and name (``""`` for one already counted): the strings the machine
+        keeps besides content. Each is held to ``max_block_bytes``; the caller counts them into the stream's bytes,
+        so ``max_stream_bytes`` bounds them with the content."""
+        size = utf8_len(cid)
+        size_of_name = utf8_len(name)
+        if size > self._max_bytes or size_of_name > self._max_bytes:
+            what, held = ("id", size) if size > self._max_bytes else ("name", size_of_name)
+            named = block_name(block.index, block.type_name)
+            self._limit(n, f"the {what} of {named} would hold {held} bytes, more than {self._max_bytes}")
+        return size + size_of_name
 
     def _block_for(self, t: str, index: int, kind: str, n: int) -> Buffer:
         """The open block a delta or block-end names: ``BLOCK_NOT_OPEN``, ``BLOCK_TYPE_MISMATCH``."""

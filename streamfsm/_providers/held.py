@@ -8,13 +8,13 @@ block through one queue and returns :meth:`BlockQueue.take` after each event; on
 (Anthropic's blocks start and stop in order) uses :class:`~.blocks.ProviderBlock` directly.
 
 Bound: held content never reaches the machine until its block starts, so the queue applies the machine's own
-:class:`~streamfsm.Limits` to it as it comes: the UTF-8 bytes of all the content of the stream (live and held,
-``max_stream_bytes``), of one held block (``max_block_bytes``), and the blocks made (``max_blocks``). Held
-content that passes one is ``LIMIT_EXCEEDED`` at once, before it is kept; live content is the machine's to
-refuse. The limits are the queue's argument, else those :meth:`streamfsm.LlmAdapter.generate` gives the machine
-while it makes the adapter's converter (``STREAM_LIMITS``), else the defaults. A held block's pieces are packed
-(joined, :data:`PACK` at a time) as they come, so that what it holds costs about its bytes, however small the
-deltas (each piece of text is a Python object of some 50 bytes of its own).
+:class:`~streamfsm.Limits` to it as it comes: the UTF-8 bytes of all the content of the stream (live and held, a
+call's id and name included, ``max_stream_bytes``), of one held block (``max_block_bytes``), and the blocks made
+(``max_blocks``). Held content that passes one is ``LIMIT_EXCEEDED`` at once, before it is kept; live content is
+the machine's to refuse. The limits are the queue's argument, else those :meth:`streamfsm.LlmAdapter.generate`
+gives the machine while it makes the adapter's converter (``STREAM_LIMITS``), else the defaults. A held block's
+pieces are packed (joined, :data:`PACK` at a time) as they come, so that what it holds costs about its bytes,
+however small the deltas (each piece of text is a Python object of some 50 bytes of its own).
 """
 
 from __future__ import annotations
@@ -92,22 +92,25 @@ class BlockQueue:
         self.blocks.append(block)
         block.parts.append(text)
         self._advance()
+        # A call's id and name count as the machine counts them: with the stream's content.
+        kept = utf8_len(block.call_id) + utf8_len(block.name) if block.kind == "tool-call" else 0
         if block.started:
-            self.size += utf8_len(text)
+            self.size += utf8_len(text) + kept
             return
         # Held back: the machine cannot count it yet.
         block.parts.pop()
         if self.made > self.limits.max_blocks:
             self._refuse(f"more than {self.limits.max_blocks:,} blocks (Limits.max_blocks)", block)
-        self._hold(block, text)
+        self._hold(block, text, kept)
 
-    def _hold(self, block: ProviderBlock, text: str) -> None:
-        """Keep ``text`` for a block that has not started: counted first, refused past the limits."""
+    def _hold(self, block: ProviderBlock, text: str, kept: int = 0) -> None:
+        """Keep ``text`` for a block that has not started (and, first, the ``kept`` bytes of its id and name):
+        counted first, refused past the limits."""
         size = utf8_len(text)
-        self.size += size
+        self.size += size + kept
         block.held += size
         limits = self.limits
-        if block.held > limits.max_block_bytes:
+        if block.held > limits.max_block_bytes or kept > limits.max_block_bytes:
             self._refuse(f"more than {limits.max_block_bytes:,} bytes in one block (Limits.max_block_bytes)", block)
         if self.size > limits.max_stream_bytes:
             self._refuse(f"more than {limits.max_stream_bytes:,} bytes in the stream (Limits.max_stream_bytes)", block)

@@ -10,11 +10,30 @@ The checks against the limits are the handlers' (``_handlers``); this room only 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-__all__ = ["FLUSH", "JSON_KEYS", "LITERAL_KEYS", "Buffer", "Keys", "Room", "bytes_since", "open_buffer", "utf8_len"]
+if TYPE_CHECKING:
+    from mypy_extensions import mypyc_attr
+else:  # mypyc reads the decorator when it compiles; run as Python, it changes nothing (and needs no package)
+
+    def mypyc_attr(*args: object, **kwargs: object) -> Any:
+        return lambda cls: cls
+
+
+__all__ = [
+    "FLUSH",
+    "JSON_KEYS",
+    "LITERAL_KEYS",
+    "Buffer",
+    "Keys",
+    "Room",
+    "bytes_since",
+    "mypyc_attr",
+    "open_buffer",
+    "utf8_len",
+]
 
 
 class Keys:
@@ -177,6 +196,7 @@ def bytes_since(block: Buffer) -> int:
     return utf8_len("".join(parts[start:]))  # one scan in C (at most a FLUSH cap's worth), not one a part
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
 class Room:
     """The byte accounting of a stream (a base of the machine): the limits as plain values, the bytes counted.
 

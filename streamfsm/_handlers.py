@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from . import _shape
-from ._blocks import Keys, bytes_since, open_buffer, utf8_len
+from ._blocks import Keys, bytes_since, mypyc_attr, open_buffer, utf8_len
 from ._config import Policy
 from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_model
 from ._errors import ErrorCode
@@ -52,6 +52,7 @@ _HARNESS: Final = Policy.HARNESS
 _MISSED: Final = object()  # a tool call's delta that does not meet the expectation
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
 class Handlers(Stream):
     """The dispatch and the handlers of the chunk types (the base of ``StreamAssembler``)."""
 

@@ -17,12 +17,12 @@ runs as such with ``STREAMFSM_PURE=1``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import orjson
 
 from . import _shape
-from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, open_buffer
+from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, mypyc_attr, open_buffer
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._construct import TEXT_MODEL, construct, usage_model
 from ._errors import ErrorCode, LlmError
@@ -40,14 +40,6 @@ from ._models import (
 )
 from ._table import FAILED, FINISHED, IN_BLOCK, diagram
 from ._wire import CallId
-
-if TYPE_CHECKING:
-    from mypy_extensions import mypyc_attr
-else:  # mypyc reads the decorator when it compiles; run as Python, it changes nothing (and needs no package)
-
-    def mypyc_attr(*args: object, **kwargs: object) -> Any:
-        return lambda cls: cls
-
 
 __all__ = ["StreamAssembler", "checker", "diagram"]
 

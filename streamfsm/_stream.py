@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Final, NoReturn
 
 from . import _shape
-from ._blocks import Buffer, Keys, Room, utf8_len
+from ._blocks import Buffer, Keys, Room, mypyc_attr, utf8_len
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._messages import Note, a, block_name, mismatch, refused, short, type_of
@@ -23,6 +23,7 @@ __all__ = ["Stream"]
 _HARNESS: Final = Policy.HARNESS
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
 class Stream(Room):
     """The stream's state, and the checks and failures every handler shares."""
 

@@ -10,17 +10,11 @@ The checks against the limits are the handlers' (``_handlers``); this room only 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 import orjson
 
-if TYPE_CHECKING:
-    from mypy_extensions import mypyc_attr
-else:  # mypyc reads the decorator when it compiles; run as Python, it changes nothing (and needs no package)
-
-    def mypyc_attr(*args: object, **kwargs: object) -> Any:
-        return lambda cls: cls
-
+from ._compile import mypyc_attr
 
 __all__ = [
     "FLUSH",
@@ -30,7 +24,6 @@ __all__ = [
     "Keys",
     "Room",
     "bytes_since",
-    "mypyc_attr",
     "open_buffer",
     "utf8_len",
 ]

@@ -31,7 +31,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from . import _shape
-from ._blocks import Keys, bytes_since, mypyc_attr, open_buffer, utf8_len
+from ._blocks import Keys, bytes_since, open_buffer, utf8_len
+from ._compile import mypyc_attr
 from ._config import Policy
 from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_model
 from ._errors import ErrorCode

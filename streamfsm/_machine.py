@@ -22,7 +22,8 @@ from typing import Any, Final
 import orjson
 
 from . import _shape
-from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, mypyc_attr, open_buffer
+from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, open_buffer
+from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._construct import TEXT_MODEL, construct, usage_model
 from ._errors import ErrorCode, LlmError

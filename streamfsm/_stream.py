@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Final, NoReturn
 
 from . import _shape
-from ._blocks import Buffer, Keys, Room, mypyc_attr, utf8_len
+from ._blocks import Buffer, Keys, Room, utf8_len
+from ._compile import mypyc_attr
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._messages import Note, a, block_name, mismatch, refused, short, type_of

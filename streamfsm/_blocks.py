@@ -16,17 +16,7 @@ import orjson
 
 from ._compile import mypyc_attr
 
-__all__ = [
-    "FLUSH",
-    "JSON_KEYS",
-    "LITERAL_KEYS",
-    "Buffer",
-    "Keys",
-    "Room",
-    "bytes_since",
-    "open_buffer",
-    "utf8_len",
-]
+__all__ = ["FLUSH", "JSON_KEYS", "LITERAL_KEYS", "Buffer", "Keys", "Room", "bytes_since", "open_buffer", "utf8_len"]
 
 
 class Keys:

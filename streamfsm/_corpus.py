@@ -13,7 +13,8 @@ three executors behind one interface (:func:`reports`).
 
 Whatever the executor, the main process holds a bounded number of batches: at most ``window`` (a few per worker)
 are in flight or done and waiting for an earlier one, and each report is dropped once it is handed back. Memory in
-the main process does not grow with the number of files; the walk that lists them is the caller's.
+the main process does not grow with the number of files; the walk that lists them is the caller's. Nor does a
+process grow with a file's streams: local workers send them back in bounded pieces (module ``_spool``).
 
 A check that raises (it should not: :func:`check_file` reports the errors of reading) is that file's error, and so
 is a file whose worker died: a batch that fails is checked again one file per task, and a file whose own task
@@ -529,7 +530,8 @@ def reports(
     (:data:`STDIN`) in this process, an item with an ``error`` reported as that error.
 
     ``lazy``: what is checked in this process comes as a :class:`FileCheck`, checked as its streams are read
-    (the command's memory then holds one stream's report, not a file's); otherwise every report is a
+    (the command's memory then holds one stream's report, not a file's), and so does a file whose streams a worker
+    spooled (module ``_spool``: read each before asking for the next); otherwise every report is a
     :class:`FileReport`.
 
     ``jobs``: 1 checks here, N in N local worker processes, 0 decides by the work (see the module's text).

@@ -219,7 +219,9 @@ def test_gemini_chunks_without_a_response_id_are_never_merged_into_one_turn() ->
 
 @pytest.mark.parametrize("api", ["chat", "gemini"])
 @pytest.mark.parametrize("same_id", [True, False], ids=["one id", "no id"])
-def test_content_after_a_finish_reason_is_never_merged_into_the_turn(api: str, same_id: bool) -> None:
+def test_content_after_a_finish_reason_is_never_merged_into_the_turn(
+    api: str, same_id: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Two responses under one id (or none): the second's content after the first's finish is MALFORMED_RESPONSE,
     to the library and to ``check``, as every wire API reads what follows its turn's end; usage (and Gemini's
     empty last part with its signature) still belong to the turn."""
@@ -248,6 +250,10 @@ def test_content_after_a_finish_reason_is_never_merged_into_the_turn(api: str, s
     with pytest.raises(sf.LlmError, match="after the finish") as caught:
         sf.assemble(reader(two))
     assert caught.value.code == sf.ErrorCode.MALFORMED_RESPONSE
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in two))
+    status, out, _ = run(capsys, "check", "--json", str(path))
+    assert status == 1 and [s["code"] for s in streams(out)] == ["MALFORMED_RESPONSE"]
 
 
 def test_read_turns_names_its_apis() -> None:

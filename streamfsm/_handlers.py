@@ -231,13 +231,13 @@ class Handlers(Stream):
             self._cool()
         size = self._grow(block, value)
         pending = bytes_since(block) + utf8_len(value)
-        if tool and (block.id is None or (name is not None and block.name is None)):
-            # The strings the call keeps, counted at the chunk that first says them (with its deltas' bytes).
+        says = tool and (block.id is None or (name is not None and block.name is None))  # an id or name first said
+        if says:  # the strings the call keeps count with its deltas' bytes, at the chunk that first says them
             new_name = name if name is not None and block.name is None else ""
             pending += self._kept(block, cid if block.id is None else "", new_name, n)
         stream = self._stream_bytes + pending
         self._limits(n, stream, block, size, True)
-        if tool and self._interleave and (block.id is None or (name is not None and block.name is None)):
+        if says and self._interleave:
             self._note_call(block, cid if block.id is None else None, name if block.name is None else None, n)
         block.size = size
         parts = block.parts

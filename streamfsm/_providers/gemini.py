@@ -266,7 +266,7 @@ class GeminiConverter:
             if not isinstance(reason, str) or not reason:
                 raise malformed(f"finishReason must be a non-empty string, got {quote(reason)}")
             self.finish_reason = reason
-            self.queue.ended = "the finishReason"  # only usage (or an empty part) may follow (convert.after_the_end)
+            self.queue.ended = "the finishReason"  # only usage (or an empty part) may follow (convert.ended_turn)
         message = get(candidate, "finishMessage")
         if isinstance(message, str):
             self.finish_message = message

@@ -69,6 +69,7 @@ class Buffer:
         "flushed",
         "id",
         "index",
+        "kept",
         "kind",
         "name",
         "parts",
@@ -101,6 +102,8 @@ class Buffer:
         # holds already, as of when ``size`` was ``size_at_count``; the deltas the expectation takes since are
         # counted at the next full path or at block-end. ``cap`` keeps them within the stream's room.
         self.counted = 0
+        # A tool call's id and name: the UTF-8 bytes of those its deltas said (counted in ``counted`` too).
+        self.kept = 0
         self.counted_parts = 0
         self.size_at_count = 0
 

@@ -232,9 +232,11 @@ class Handlers(Stream):
         size = self._grow(block, value)
         pending = bytes_since(block) + utf8_len(value)
         says = tool and (block.id is None or (name is not None and block.name is None))  # an id or name first said
+        kept = 0
         if says:  # the strings the call keeps count with its deltas' bytes, at the chunk that first says them
             new_name = name if name is not None and block.name is None else ""
-            pending += self._kept(block, cid if block.id is None else "", new_name, n)
+            kept = self._kept(block, cid if block.id is None else "", new_name, n)
+            pending += kept
         stream = self._stream_bytes + pending
         self._limits(n, stream, block, size, True)
         if says and self._interleave:
@@ -246,6 +248,7 @@ class Handlers(Stream):
             block.flush()
         self._count_to(block, pending, stream)
         if tool:
+            block.kept += kept
             if block.id is None:
                 block.id = block.expected_id = cid
                 self._ids.setdefault(cid, block.index)
@@ -309,8 +312,10 @@ class Handlers(Stream):
                 )
                 if not self._raw_arguments:
                     self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {self._state})", n)
-            # Its id and name count as its bytes do: those its deltas said are counted already (block.counted).
-            kept = self._kept(block, cid, name, n)
+            # Its id and name count as its bytes do: those its deltas said are counted already (block.kept).
+            kept = block.kept
+            if not had_deltas or block.name is None:
+                kept += self._kept(block, "" if had_deltas else cid, name if block.name is None else "", n)
             stream = self._block_limits(block, utf8_len(arguments), had_deltas, n, kept)
             if parsed is None:
                 self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)

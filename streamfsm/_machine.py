@@ -363,6 +363,7 @@ class StreamAssembler(Handlers):
                 b.counted,
                 b.counted_parts,
                 b.size_at_count,
+                b.kept,
             )
             for b in self._open.values()
         ]
@@ -401,10 +402,10 @@ def _restored(cls: type[StreamAssembler], settings: tuple[Any, ...], state: tupl
         for code, message, position, count in notes:
             note = m._notes[code] = Note(code, message, position)
             note.count = count
-    for kind, index, parts, flushed, cid, name, size, cap, counted, counted_parts, size_at_count in blocks:
+    for kind, index, parts, flushed, cid, name, size, cap, counted, counted_parts, size_at_count, kept in blocks:
         b = open_buffer(kind, index, 0, keys)
         b.parts, b.flushed, b.id, b.name, b.size, b.cap = list(parts), flushed, cid, name, size, cap
-        b.counted, b.counted_parts, b.size_at_count = counted, counted_parts, size_at_count
+        b.counted, b.counted_parts, b.size_at_count, b.kept = counted, counted_parts, size_at_count, kept
         if b.kind == "tool-call":
             b.expected_id = cid if cid is not None else NO_ID
         if b.delta_type:

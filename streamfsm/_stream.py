@@ -142,14 +142,16 @@ class Stream(Room):
     def _kept(self, block: Buffer, cid: str, name: str, n: int) -> int:
         """The UTF-8 bytes of a tool call's id and name (``""`` for one already counted): the strings the machine
         keeps besides content. Each is held to ``max_block_bytes``; the caller counts them into the stream's bytes,
-        so ``max_stream_bytes`` bounds them with the content."""
-        size = utf8_len(cid)
-        size_of_name = utf8_len(name)
-        if size > self._max_bytes or size_of_name > self._max_bytes:
-            what, held = ("id", size) if size > self._max_bytes else ("name", size_of_name)
-            named = block_name(block.index, block.type_name)
-            self._limit(n, f"the {what} of {named} would hold {held} bytes, more than {self._max_bytes}")
-        return size + size_of_name
+        so ``max_stream_bytes`` bounds them with the content. Measured together (one scan), each on its own only
+        when together they pass the limit."""
+        size = utf8_len(cid + name)
+        if size > self._max_bytes:
+            for what, value in (("id", cid), ("name", name)):
+                held = utf8_len(value)
+                if held > self._max_bytes:
+                    named = block_name(block.index, block.type_name)
+                    self._limit(n, f"the {what} of {named} would hold {held} bytes, more than {self._max_bytes}")
+        return size
 
     def _block_for(self, t: str, index: int, kind: str, n: int) -> Buffer:
         """The open block a delta or block-end names: ``BLOCK_NOT_OPEN``, ``BLOCK_TYPE_MISMATCH``."""

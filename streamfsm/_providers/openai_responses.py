@@ -533,12 +533,30 @@ class OpenAIResponsesConverter:
         usage = response.get("usage")
         if usage is not None and not isinstance(usage, Mapping):
             raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
+        self._final_ids(response.get("output"))
         status = response.get("status")
         state = self.keeper.state(
             response={**self.response, **({"status": status} if isinstance(status, str) else {})},
             blocks=list(self.meta) if self.meta else None,
         )
         return out + closing(responses_usage(usage) if usage is not None else None, finish, state)
+
+    def _final_ids(self, output: object) -> None:
+        """The terminal response names the items, as a non-streamed answer does: a gateway that gives every event ids
+        of its own (GitHub Copilot's) names them anew there, and the turn is replayed under those names."""
+        finals = output if isinstance(output, list) else []
+        names: dict[object, str] = {}
+        for position, item in self.items.items():
+            final = finals[position] if position < len(finals) else None
+            new = final.get("id") if isinstance(final, Mapping) else None
+            if isinstance(new, str):
+                names.update((seen, new) for seen in (item.id, item.data.get("id")) if isinstance(seen, str))
+        for entry, key in [
+            *((meta, "item") for meta in self.meta),
+            *((kept["data"], "id") for kept in self.keeper.items),
+        ]:
+            if entry.get(key) in names:
+                entry[key] = names[entry[key]]
 
     def end(self) -> list[StreamChunk]:
         """The input is over: nothing more once the response ended, else ``STREAM_CLOSED``."""

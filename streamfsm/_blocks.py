@@ -14,6 +14,8 @@ from typing import Final
 
 import orjson
 
+from ._compile import mypyc_attr
+
 __all__ = ["FLUSH", "JSON_KEYS", "LITERAL_KEYS", "Buffer", "Keys", "Room", "bytes_since", "open_buffer", "utf8_len"]
 
 
@@ -67,6 +69,7 @@ class Buffer:
         "flushed",
         "id",
         "index",
+        "kept",
         "kind",
         "name",
         "parts",
@@ -99,6 +102,8 @@ class Buffer:
         # holds already, as of when ``size`` was ``size_at_count``; the deltas the expectation takes since are
         # counted at the next full path or at block-end. ``cap`` keeps them within the stream's room.
         self.counted = 0
+        # A tool call's id and name: the UTF-8 bytes of those its deltas said (counted in ``counted`` too).
+        self.kept = 0
         self.counted_parts = 0
         self.size_at_count = 0
 
@@ -177,6 +182,7 @@ def bytes_since(block: Buffer) -> int:
     return utf8_len("".join(parts[start:]))  # one scan in C (at most a FLUSH cap's worth), not one a part
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
 class Room:
     """The byte accounting of a stream (a base of the machine): the limits as plain values, the bytes counted.
 

@@ -40,9 +40,11 @@ class Limits(BaseModel):
     max_chunks: int = Field(default=50_000_000, ge=1)
     #: Blocks in one stream.
     max_blocks: int = Field(default=100_000, ge=1)
-    #: UTF-8 bytes of one block's text or tool arguments (an image's or unknown block's: its JSON).
+    #: UTF-8 bytes of one block's text or tool arguments (an image's or unknown block's: its JSON); and of a tool
+    #: call's id, and of its name, each on its own.
     max_block_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
-    #: UTF-8 bytes of every block of one stream together (text, reasoning, tool arguments, other blocks).
+    #: UTF-8 bytes of every block of one stream together (text, reasoning, tool arguments, other blocks), tool calls'
+    #: ids and names included: every string the machine keeps.
     max_stream_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
 
 

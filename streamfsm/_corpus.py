@@ -13,7 +13,8 @@ three executors behind one interface (:func:`reports`).
 
 Whatever the executor, the main process holds a bounded number of batches: at most ``window`` (a few per worker)
 are in flight or done and waiting for an earlier one, and each report is dropped once it is handed back. Memory in
-the main process does not grow with the number of files; the walk that lists them is the caller's.
+the main process does not grow with the number of files; the walk that lists them is the caller's. Nor does a
+process grow with a file's streams: local workers send them back in bounded pieces (module ``_spool``).
 
 A check that raises (it should not: :func:`check_file` reports the errors of reading) is that file's error, and so
 is a file whose worker died: a batch that fails is checked again one file per task, and a file whose own task
@@ -27,22 +28,23 @@ make two batches or more, and two cores or more are free of other work; one work
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import importlib
 import itertools
 import os
 import pickle
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
-from ._check import FileCheck, FileReport, StreamReport, check_file, check_source
+from ._check import FileCheck, FileReport, check_file, check_source
 from ._config import Policy
 from ._extras import missing
 from ._sources import STDIN, is_url
+from ._spool import Packed, packed_batch, shipped_batch, unpack
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -128,37 +130,6 @@ def check_batch(
         except Exception as exc:  # a bug, or memory: this file's error, not the end of the run
             out.append(failed(name, f"the check failed: {type(exc).__name__}: {exc}"))
     return out
-
-
-#: The fields of a stream's report, in order: what travels back from a worker for each stream.
-_FIELDS: Final = tuple(f.name for f in dataclasses.fields(StreamReport))
-#: A file's report as it travels: its path, format, error and each stream's fields (see :func:`_pack`).
-Packed = tuple[str, str | None, str | None, list[tuple[Any, ...]]]
-
-
-def _pack(reports: list[FileReport]) -> list[Packed]:
-    """Reports as plain tuples: a third of the time to unpickle in the main process (a frozen dataclass's own
-    pickling sets each field through a Python loop), which for small files is most of the main process's work."""
-    return [(r.path, r.format, r.error, [tuple(getattr(s, f) for f in _FIELDS) for s in r.streams]) for r in reports]
-
-
-def _unpack(packed: list[Packed]) -> list[FileReport]:
-    return [FileReport(path, fmt, [StreamReport(*s) for s in streams], error) for path, fmt, error, streams in packed]
-
-
-def packed_batch(
-    names: Sequence[str], fmt: str = "auto", policy: Policy | str = Policy.STRICT, root: str | None = None
-) -> list[Packed]:
-    """:func:`check_batch`'s reports packed for the way back from a worker (:func:`_pack`)."""
-    return _pack(check_batch(names, fmt, policy, root))
-
-
-def shipped_batch(
-    names: Sequence[str], fmt: str = "auto", policy: Policy | str = Policy.STRICT, root: str | None = None
-) -> bytes:
-    """:func:`packed_batch` as one pickle, what a cluster's task returns: Dask serialises a list it is given item by
-    item, which made its client spend more on a small file's report than a check of the file costs."""
-    return pickle.dumps(packed_batch(names, fmt, policy, root), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # -- batches ------------------------------------------------------------------------------------------
@@ -249,16 +220,16 @@ class _Executor(Protocol, Generic[F]):
 
     def next_done(self) -> F: ...
 
-    def outcome(self, future: F, batch: list[str]) -> list[FileReport]: ...
+    def outcome(self, future: F, batch: list[str]) -> list[FileReport | FileCheck]: ...
 
     def cancel(self, futures: Collection[F]) -> None: ...
 
 
-def _ordered(planned: Iterator[_Batch], executor: _Executor[F], window: int) -> Iterator[FileReport]:
+def _ordered(planned: Iterator[_Batch], executor: _Executor[F], window: int) -> Iterator[FileReport | FileCheck]:
     """The reports of the batches run by ``executor``, in order, with at most ``window`` batches held at a time
     (in flight, or done and waiting for an earlier one: a bounded reorder buffer)."""
     pending: dict[F, tuple[int, list[str]]] = {}
-    ready: dict[int, list[FileReport]] = {}
+    ready: dict[int, list[FileReport | FileCheck]] = {}
     sent = handed = 0
     try:
         while True:
@@ -332,21 +303,21 @@ class _Processes:
         self._running.discard(future)
         return future
 
-    def outcome(self, future: Future[list[Packed]], batch: list[str]) -> list[FileReport]:
+    def outcome(self, future: Future[list[Packed]], batch: list[str]) -> list[FileReport | FileCheck]:
         pool = self._pools.pop(future)
         try:
-            return _unpack(future.result())
+            return unpack(future.result())
         except Exception as exc:  # a worker died (the pool is broken), or the batch could not travel
             self._renew_if_broken(pool, exc)
             return [self._alone(name) for name in batch]
 
-    def _alone(self, name: str) -> FileReport:
+    def _alone(self, name: str) -> FileReport | FileCheck:
         """``name`` checked as the only task of a worker: its report, or why it gave none (its worker died)."""
         from concurrent.futures.process import BrokenProcessPool
 
         solo = self._solo = self._solo or self._start(1)
         try:
-            return _unpack(solo.submit(self._task, [name]).result())[0]
+            return unpack(solo.submit(self._task, [name]).result())[0]
         except Exception as exc:
             if isinstance(exc, BrokenProcessPool):  # its worker died on this file: the next file gets a new one
                 solo.shutdown(wait=False, cancel_futures=True)
@@ -409,16 +380,16 @@ class _Cluster:
     def next_done(self) -> Any:
         return next(self._done)
 
-    def outcome(self, future: Any, batch: list[str]) -> list[FileReport]:
+    def outcome(self, future: Any, batch: list[str]) -> list[FileReport | FileCheck]:
         try:
-            return _unpack(pickle.loads(future.result()))
+            return unpack(pickle.loads(future.result()))
         except Exception:  # a worker died, or could not run the task: each file on its own says which
             return [self._alone(name) for name in batch]
 
-    def _alone(self, name: str) -> FileReport:
+    def _alone(self, name: str) -> FileReport | FileCheck:
         """``name`` checked as a task of its own, one at a time (a worker that dies takes no other file with it)."""
         try:
-            return _unpack(pickle.loads(self._client.submit(self._task, [name], pure=False).result()))[0]
+            return unpack(pickle.loads(self._client.submit(self._task, [name], pure=False).result()))[0]
         except Exception as exc:
             return failed(name, f"the check failed on a worker: {_why(exc)}")
 
@@ -454,11 +425,13 @@ def _local(
         if not worth:
             yield from _in_process((name for batch in planned for name in batch.names), fmt, policy, lazy)
             return
-    executor = _Processes(workers, functools.partial(packed_batch, fmt=fmt, policy=policy))
-    try:
-        yield from _ordered(planned, executor, WINDOW_PER_WORKER * workers)
-    finally:
-        executor.close()
+    # The streams past a piece travel through spool files in a folder of the run's own (module ``_spool``).
+    with tempfile.TemporaryDirectory(prefix="streamfsm-") as spool:
+        executor = _Processes(workers, functools.partial(packed_batch, fmt=fmt, policy=policy, spool=spool))
+        try:
+            yield from _ordered(planned, executor, WINDOW_PER_WORKER * workers)
+        finally:
+            executor.close()
 
 
 @contextlib.contextmanager
@@ -530,7 +503,9 @@ def _client(scheduler: str, jobs: int) -> Iterator[Any]:
         yield client
 
 
-def _on_cluster(files: Iterator[str], task: Shipped, scheduler: str, jobs: int) -> Generator[FileReport, None, None]:
+def _on_cluster(
+    files: Iterator[str], task: Shipped, scheduler: str, jobs: int
+) -> Generator[FileReport | FileCheck, None, None]:
     with _client(scheduler, jobs) as client:
         threads = sum(client.nthreads().values()) or 1
         planned = batches(files, CLUSTER_BATCH_FILES, CLUSTER_BATCH_BYTES)
@@ -555,7 +530,8 @@ def reports(
     (:data:`STDIN`) in this process, an item with an ``error`` reported as that error.
 
     ``lazy``: what is checked in this process comes as a :class:`FileCheck`, checked as its streams are read
-    (the command's memory then holds one stream's report, not a file's); otherwise every report is a
+    (the command's memory then holds one stream's report, not a file's), and so does a file whose streams a worker
+    spooled (module ``_spool``: read each before asking for the next); otherwise every report is a
     :class:`FileReport`.
 
     ``jobs``: 1 checks here, N in N local worker processes, 0 decides by the work (see the module's text).
@@ -597,4 +573,4 @@ def reports(
             else:
                 report = made if made is not None else next(checked)
                 made = None
-                yield report
+                yield report if lazy or isinstance(report, FileReport) else report.report()

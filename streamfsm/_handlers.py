@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from . import _shape
 from ._blocks import Keys, bytes_since, open_buffer, utf8_len
+from ._compile import mypyc_attr
 from ._config import Policy
 from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_model
 from ._errors import ErrorCode
@@ -52,6 +53,7 @@ _HARNESS: Final = Policy.HARNESS
 _MISSED: Final = object()  # a tool call's delta that does not meet the expectation
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
 class Handlers(Stream):
     """The dispatch and the handlers of the chunk types (the base of ``StreamAssembler``)."""
 
@@ -229,9 +231,15 @@ class Handlers(Stream):
             self._cool()
         size = self._grow(block, value)
         pending = bytes_since(block) + utf8_len(value)
+        says = tool and (block.id is None or (name is not None and block.name is None))  # an id or name first said
+        kept = 0
+        if says:  # the strings the call keeps count with its deltas' bytes, at the chunk that first says them
+            new_name = name if name is not None and block.name is None else ""
+            kept = self._kept(block, cid if block.id is None else "", new_name, n)
+            pending += kept
         stream = self._stream_bytes + pending
         self._limits(n, stream, block, size, True)
-        if tool and self._interleave and (block.id is None or (name is not None and block.name is None)):
+        if says and self._interleave:
             self._note_call(block, cid if block.id is None else None, name if block.name is None else None, n)
         block.size = size
         parts = block.parts
@@ -240,6 +248,7 @@ class Handlers(Stream):
             block.flush()
         self._count_to(block, pending, stream)
         if tool:
+            block.kept += kept
             if block.id is None:
                 block.id = block.expected_id = cid
                 self._ids.setdefault(cid, block.index)
@@ -303,7 +312,11 @@ class Handlers(Stream):
                 )
                 if not self._raw_arguments:
                     self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {self._state})", n)
-            stream = self._block_limits(block, utf8_len(arguments), had_deltas, n)
+            # Its id and name count as its bytes do: those its deltas said are counted already (block.kept).
+            kept = block.kept
+            if not had_deltas or block.name is None:
+                kept += self._kept(block, "" if had_deltas else cid, name if block.name is None else "", n)
+            stream = self._block_limits(block, utf8_len(arguments), had_deltas, n, kept)
             if parsed is None:
                 self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
             if not self._results:

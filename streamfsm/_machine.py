@@ -22,7 +22,8 @@ from typing import Any, Final
 import orjson
 
 from . import _shape
-from ._blocks import JSON_KEYS, LITERAL_KEYS, Buffer
+from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, open_buffer
+from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._construct import TEXT_MODEL, construct, usage_model
 from ._errors import ErrorCode, LlmError
@@ -38,12 +39,13 @@ from ._models import (
     parse_arguments,
     partial_object,
 )
-from ._table import FAILED, FINISHED, diagram
+from ._table import FAILED, FINISHED, IN_BLOCK, diagram
 from ._wire import CallId
 
 __all__ = ["StreamAssembler", "checker", "diagram"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class StreamAssembler(Handlers):
     """Validate and assemble one stream, one chunk at a time (sans-IO).
 
@@ -55,6 +57,12 @@ class StreamAssembler(Handlers):
     ``block-end`` has been checked against its deltas, and no result model is built. ``summary()`` then
     says what the stream came to (``close()`` and ``snapshot()`` have nothing to return and raise
     ``ValueError``). This is what ``validate``, ``validate_jsonl`` and ``streamfsm check`` use.
+
+    Compiled or not, it behaves as one object: it may be subclassed; ``pickle``, ``copy.copy`` and
+    ``copy.deepcopy`` take the stream as it stands, at any chunk (a checkpoint: the copy, fed the rest, comes to
+    the same result); ``raw_arguments`` and ``results`` are ``True`` or ``False`` (anything else is a
+    ``TypeError``), and so is a line that is not bytes or text. A subclass whose constructor takes other
+    arguments than this one's defines its own ``__reduce__`` to be copied.
     """
 
     __slots__ = ("_result", "_source_failed")
@@ -67,6 +75,8 @@ class StreamAssembler(Handlers):
         raw_arguments: bool = False,
         results: bool = True,
     ) -> None:
+        if type(raw_arguments) is not bool or type(results) is not bool:  # compiled, the call itself checks
+            _not_a_flag(raw_arguments, results)
         # Module constants, not Policy.X: an enum attribute is a slow read (EnumType's __getattr__).
         if policy is not _STRICT and policy is not _HARNESS:
             # a policy's value ("strict") is looked up, not called: calling the enum is slow
@@ -166,6 +176,8 @@ class StreamAssembler(Handlers):
         self._keys = JSON_KEYS
         if isinstance(line, memoryview):
             line = line.tobytes()
+        elif not isinstance(line, bytes | bytearray | str):  # compiled, the call itself checks
+            raise TypeError(f"a JSON line is bytes, a bytearray, a memoryview or a str, got {type(line).__name__}")
         if _is_blank(line):
             return None
         try:
@@ -327,12 +339,89 @@ class StreamAssembler(Handlers):
             finish=self._finish,
         )
 
+    # -- a checkpoint: pickle and copy ----------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """The stream as it stands, as plain data: the machine's settings, then its state (:func:`_restored`)."""
+        limits = Limits(
+            max_chunks=self._max_chunks,
+            max_blocks=self._max_blocks,
+            max_block_bytes=self._max_bytes,
+            max_stream_bytes=self._max_stream,
+        )
+        notes = [(n.code, n.message, n.position, n.count) for n in self._notes.values()] if self._notes else None
+        blocks = [
+            (
+                b.type_name,
+                b.index,
+                b.parts,
+                b.flushed,
+                b.id,
+                b.name,
+                b.size,
+                b.cap,
+                b.counted,
+                b.counted_parts,
+                b.size_at_count,
+                b.kept,
+            )
+            for b in self._open.values()
+        ]
+        hot = self._hot.index if self._hot is not None else -1
+        state = (
+            (self._state, self._count, self._stream_bytes, self._started, self._tool_calls, self._keys is JSON_KEYS),
+            (self._done, self._ids, self._usage, self._usage_counts, self._finish, self._replay, self._error),
+            (notes, blocks, hot, self._result, self._source_failed),
+        )
+        settings = (self._policy.value, limits, self._raw_arguments, self._results)
+        return (_restored, (type(self), settings, state))
+
     def _usage_model(self) -> Any:
         """The :class:`Usage` of the usage chunk (None without one); without results, made when first asked for."""
         counts = self._usage_counts
         if self._usage is None and counts is not None:
             self._usage = usage_model(*counts)
         return self._usage
+
+
+def _restored(cls: type[StreamAssembler], settings: tuple[Any, ...], state: tuple[Any, ...]) -> StreamAssembler:
+    """A machine made by ``cls`` with ``settings``, at the point of the stream ``state`` holds (see ``__reduce__``):
+    each container its own, so a shallow copy shares nothing that feeding changes."""
+    from ._messages import Note
+
+    policy, limits, raw_arguments, results = settings
+    m = cls(policy, limits, raw_arguments=raw_arguments, results=results)
+    (m._state, m._count, m._stream_bytes, m._started, m._tool_calls, json_keys), held, rest = state
+    done, ids, m._usage, m._usage_counts, m._finish, m._replay, m._error = held
+    notes, blocks, hot, m._result, m._source_failed = rest
+    m._done = list(done)
+    m._ids = dict(ids)
+    m._keys = keys = JSON_KEYS if json_keys else LITERAL_KEYS
+    if notes is not None:
+        m._notes = {}
+        for code, message, position, count in notes:
+            note = m._notes[code] = Note(code, message, position)
+            note.count = count
+    for kind, index, parts, flushed, cid, name, size, cap, counted, counted_parts, size_at_count, kept in blocks:
+        b = open_buffer(kind, index, 0, keys)
+        b.parts, b.flushed, b.id, b.name, b.size, b.cap = list(parts), flushed, cid, name, size, cap
+        b.counted, b.counted_parts, b.size_at_count, b.kept = counted, counted_parts, size_at_count, kept
+        if b.kind == "tool-call":
+            b.expected_id = cid if cid is not None else NO_ID
+        if b.delta_type:
+            b.route = m._rows[IN_BLOCK][b.delta_type]
+        m._open[index] = b
+        if index == hot:
+            m._hot = b
+    m._row = m._rows[m._state]
+    return m
+
+
+def _not_a_flag(raw_arguments: object, results: object) -> None:
+    """``TypeError`` for a flag that is not a bool (as the compiled machine's call raises it)."""
+    for name, value in (("raw_arguments", raw_arguments), ("results", results)):
+        if type(value) is not bool:
+            raise TypeError(f"{name} is True or False, got {type(value).__name__}")
 
 
 def _partial(b: Buffer) -> Block | dict[str, Any]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Final, NoReturn
 
 from . import _shape
-from ._blocks import Buffer, Keys, Room
+from ._blocks import Buffer, Keys, Room, utf8_len
+from ._compile import mypyc_attr
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._messages import Note, a, block_name, mismatch, refused, short, type_of
@@ -23,6 +24,7 @@ __all__ = ["Stream"]
 _HARNESS: Final = Policy.HARNESS
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
 class Stream(Room):
     """The stream's state, and the checks and failures every handler shares."""
 
@@ -130,12 +132,26 @@ class Stream(Room):
         if n >= self._max_chunks:
             self._limit(n, f"more than {self._max_chunks} chunks")
 
-    def _block_limits(self, block: Buffer, size: int, had_deltas: bool, n: int) -> int:
-        """The limits of a block ending with ``size`` UTF-8 bytes (a block with deltas was held to its own limit
-        delta by delta). Returns the stream's bytes."""
-        stream = self._stream_bytes + size - block.counted
+    def _block_limits(self, block: Buffer, size: int, had_deltas: bool, n: int, kept: int = 0) -> int:
+        """The limits of a block ending with ``size`` UTF-8 bytes of content and ``kept`` of a tool call's id and name
+        (a block with deltas was held to its own limit delta by delta). Returns the stream's bytes."""
+        stream = self._stream_bytes + size + kept - block.counted
         self._limits(n, stream, None if had_deltas else block, size)
         return stream
+
+    def _kept(self, block: Buffer, cid: str, name: str, n: int) -> int:
+        """The UTF-8 bytes of a tool call's id and name (``""`` for one already counted): the strings the machine
+        keeps besides content. Each is held to ``max_block_bytes``; the caller counts them into the stream's bytes,
+        so ``max_stream_bytes`` bounds them with the content. Measured together (one scan), each on its own only
+        when together they pass the limit."""
+        size = utf8_len(cid + name)
+        if size > self._max_bytes:
+            for what, value in (("id", cid), ("name", name)):
+                held = utf8_len(value)
+                if held > self._max_bytes:
+                    named = block_name(block.index, block.type_name)
+                    self._limit(n, f"the {what} of {named} would hold {held} bytes, more than {self._max_bytes}")
+        return size
 
     def _block_for(self, t: str, index: int, kind: str, n: int) -> Buffer:
         """The open block a delta or block-end names: ``BLOCK_NOT_OPEN``, ``BLOCK_TYPE_MISMATCH``."""

@@ -38,7 +38,8 @@ The shared pieces, each named for what it holds:
 - ``convert.py``: driving a converter over sync or async events, dicts or SDK objects (``convert``,
   ``as_event``); reading one event (``event_object``, ``string``); a malformed event; token counts (``count``);
   stop reasons (``finish_reason``; ``stop_reason`` and ``refuse_empty``, the opening of every ``end()``) and
-  the closing chunks (``closing``, the last of every ``end()``).
+  the closing chunks (``closing``, the last of every ``end()``); what may follow a turn's end, one rule for every
+  API (``ended_turn``: only its usage; anything else begins another turn or is ``MALFORMED_RESPONSE``).
 - ``arguments.py``: tool-call arguments that stream as values at JSON paths (Gemini's ``partialArgs``), written
   as the JSON text of the arguments as they come (``ArgumentWriter``).
 - ``blocks.py``: ``ProviderBlock``, a block as it is converted (its chunks; whether a tool call's arguments

@@ -17,9 +17,9 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
 from .convert import (
-    another_turn,
     closing,
     convert,
+    ended_turn,
     is_position,
     malformed,
     non_negative_int,
@@ -169,9 +169,8 @@ class AnthropicConverter:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.stopped and kind != "ping":
-            if self.begins_turn(event):
-                raise another_turn("event 'message_start' after message_stop", "from_anthropic_events")
-            raise malformed(f"event {quote(kind)} after message_stop")
+            reader = "from_anthropic_events" if self.begins_turn(event) else None
+            raise ended_turn(f"event {quote(kind)}", "message_stop", reader)
         if kind == "content_block_delta":
             return self._delta(event)
         if kind == "content_block_start":
@@ -194,10 +193,12 @@ class AnthropicConverter:
         return []  # ping, or an event type added since
 
     def _message_start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
+        message = event.get("message")
         if self.started:
+            if self._repeats_the_start(message):
+                return []  # some proxies send it twice: the same message, before any content (as the Vercel AI SDK)
             raise malformed("message_start before the message_stop of the message before: a turn spliced into another")
         self.started = True
-        message = event.get("message")
         if not isinstance(message, Mapping):
             raise malformed("message_start without a 'message' object")
         self.message = {key: message[key] for key in ("id", "model") if isinstance(message.get(key), str)}
@@ -213,6 +214,20 @@ class AnthropicConverter:
             opened = self._begin(block, f"message_start content {number}", out)
             out.extend(self._end(opened, f"message_start content {number}"))
         return out
+
+    def _repeats_the_start(self, message: object) -> bool:
+        """Whether a second ``message_start`` repeats the open message's: its id, no content of its own, and
+        before any content block (it is then ignored whole, its usage included)."""
+        opened = self.message.get("id")
+        return (
+            isinstance(message, Mapping)
+            and opened is not None
+            and message.get("id") == opened
+            and not message.get("content")
+            and self.count == 0
+            and not self.blocks
+            and not self.keeper.items
+        )
 
     def _message_fields(self, fields: Mapping[str, Any]) -> None:
         """The stop reason, stop sequence and container of ``message_start.message`` or ``message_delta.delta``."""

@@ -21,7 +21,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, string, sync_or_async
+from .convert import closing, convert, count, ended_turn, is_position, malformed, stop_reason, string, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -258,7 +258,7 @@ class BedrockConverter:
         for name, body in event.items():
             if name == "messageStart":
                 if self.begins_turn(event):
-                    raise another_turn("messageStart after messageStop", "from_bedrock_events")
+                    raise ended_turn("messageStart", "messageStop", "from_bedrock_events")
                 if self.started:
                     raise malformed(
                         "messageStart after the events of a message that did not stop: a turn spliced into another"
@@ -286,7 +286,7 @@ class BedrockConverter:
 
     def _slot(self, body: Mapping[str, Any], event: str) -> tuple[int, _Slot]:
         if self.stop_reason is not None:
-            raise malformed(f"{event} after messageStop")
+            raise ended_turn(event, "messageStop")
         index = _index(body, event)
         slot = self.slots.get(index)
         if slot is None:

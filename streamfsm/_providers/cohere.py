@@ -17,7 +17,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import another_turn, closing, convert, count, is_position, malformed, stop_reason, sync_or_async
+from .convert import closing, convert, count, ended_turn, is_position, malformed, stop_reason, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -152,9 +152,8 @@ class CohereConverter:
                 raise stream_failure(event, "in the stream")
             raise malformed(f"an event without a type: {words(event)[:80]}")
         if self.done and kind != "debug":
-            if self.begins_turn(event):
-                raise another_turn("event 'message-start' after message-end", "from_cohere_events")
-            raise malformed(f"event {words(kind)[:40]} after message-end")
+            reader = "from_cohere_events" if self.begins_turn(event) else None
+            raise ended_turn(f"event {words(kind)[:40]}", "message-end", reader)
         if kind == "content-delta":
             self._content_delta(event)
         elif kind == "tool-call-delta":

@@ -39,6 +39,7 @@ __all__ = [
     "closing",
     "convert",
     "count",
+    "ended_turn",
     "event_object",
     "finish_reason",
     "is_position",
@@ -63,6 +64,17 @@ def another_turn(what: str, reader: str) -> LlmError:
         f"{what}: the first event of another turn, and a recording of several turns is not one turn; read it with "
         f"sf.read_turns(sf.{reader}, events) or sf.read_recordings(path), one stream per turn"
     )
+
+
+def ended_turn(what: str, end: str, reader: str | None = None) -> LlmError:
+    """What may follow a turn's end, one rule for the six wire APIs: after the event or field that ended the turn
+    (``end``: its finish reason, ``message_stop``, ``response.completed``...) only the turn's usage (and what its API
+    sends with it, as Gemini's empty last part with its signature) belongs to the turn. Anything else (``what``) is
+    never merged into it: it begins another turn (``reader``, the wire API's ``from_...`` function, given when the
+    converter's ``begins_turn`` says so: :func:`another_turn`) or, starting none, is ``MALFORMED_RESPONSE``."""
+    if reader is not None:
+        return another_turn(f"{what} after {end}", reader)
+    return malformed(f"{what} after {end}, which ended the turn: only its usage may follow, and this starts no turn")
 
 
 def event_object(data: str, who: str) -> Mapping[str, Any]:

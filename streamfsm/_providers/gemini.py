@@ -266,6 +266,7 @@ class GeminiConverter:
             if not isinstance(reason, str) or not reason:
                 raise malformed(f"finishReason must be a non-empty string, got {quote(reason)}")
             self.finish_reason = reason
+            self.queue.ended = "the finishReason"  # only usage (or an empty part) may follow (convert.ended_turn)
         message = get(candidate, "finishMessage")
         if isinstance(message, str):
             self.finish_message = message
@@ -436,6 +437,7 @@ class GeminiConverter:
         self.ended = True
         complete = finish["kind"] in ("stop", "tool-calls")
         if complete and self.call is not None:
+            self.queue.ended = None  # the input is over: what closes the call's arguments is the converter's own
             self._end_call()
         out = self.queue.finish(finish, empty=self.count == 0 and not self.keeper.items)
         response = dict(self.response)

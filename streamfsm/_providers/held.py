@@ -8,13 +8,13 @@ block through one queue and returns :meth:`BlockQueue.take` after each event; on
 (Anthropic's blocks start and stop in order) uses :class:`~.blocks.ProviderBlock` directly.
 
 Bound: held content never reaches the machine until its block starts, so the queue applies the machine's own
-:class:`~streamfsm.Limits` to it as it comes: the UTF-8 bytes of all the content of the stream (live and held,
-``max_stream_bytes``), of one held block (``max_block_bytes``), and the blocks made (``max_blocks``). Held
-content that passes one is ``LIMIT_EXCEEDED`` at once, before it is kept; live content is the machine's to
-refuse. The limits are the queue's argument, else those :meth:`streamfsm.LlmAdapter.generate` gives the machine
-while it makes the adapter's converter (``STREAM_LIMITS``), else the defaults. A held block's pieces are packed
-(joined, :data:`PACK` at a time) as they come, so that what it holds costs about its bytes, however small the
-deltas (each piece of text is a Python object of some 50 bytes of its own).
+:class:`~streamfsm.Limits` to it as it comes: the UTF-8 bytes of all the content of the stream (live and held, a
+call's id and name included, ``max_stream_bytes``), of one held block (``max_block_bytes``), and the blocks made
+(``max_blocks``). Held content that passes one is ``LIMIT_EXCEEDED`` at once, before it is kept; live content is
+the machine's to refuse. The limits are the queue's argument, else those :meth:`streamfsm.LlmAdapter.generate`
+gives the machine while it makes the adapter's converter (``STREAM_LIMITS``), else the defaults. A held block's
+pieces are packed (joined, :data:`PACK` at a time) as they come, so that what it holds costs about its bytes,
+however small the deltas (each piece of text is a Python object of some 50 bytes of its own).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason
 from .blocks import ProviderBlock
-from .convert import refuse_empty
+from .convert import ended_turn, refuse_empty
 
 __all__ = ["PACK", "BlockQueue", "utf8_len"]
 
@@ -48,10 +48,11 @@ class BlockQueue:
     (:meth:`end`) ends as soon as it is open. Empty arguments become ``{}``, the provider's way of saying "no
     arguments".
 
-    ``limits`` (the machine's, see the module docstring) bound the content held back.
+    ``limits`` (the machine's, see the module docstring) bound the content held back. Once the converter has
+    read the turn's finish reason (``ended``: its name), content is refused (:func:`~.convert.ended_turn`).
     """
 
-    __slots__ = ("blocks", "done", "limits", "made", "next_index", "out", "size")
+    __slots__ = ("blocks", "done", "ended", "limits", "made", "next_index", "out", "size")
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = STREAM_LIMITS.get() if limits is None else limits
@@ -63,6 +64,7 @@ class BlockQueue:
         self.out: list[StreamChunk] = []
         # The blocks (by identity) the provider said are complete (:meth:`end`), not yet ended.
         self.done: set[int] = set()
+        self.ended: str | None = None  # what ended the turn (its finish reason, by the provider's name)
 
     @property
     def count(self) -> int:
@@ -71,6 +73,8 @@ class BlockQueue:
 
     def add(self, block: ProviderBlock, text: str) -> None:
         """Append content to ``block`` (which must be in the queue): live if it is open, buffered otherwise."""
+        if self.ended is not None:
+            raise ended_turn("content", self.ended)
         if block.started:
             block.parts.append(text)
             self.size += utf8_len(text)
@@ -82,26 +86,31 @@ class BlockQueue:
 
     def push(self, block: ProviderBlock, text: str) -> None:
         """A new block, with its first content."""
+        if self.ended is not None:
+            raise ended_turn(f"a {block.kind} block", self.ended)
         self.made += 1
         self.blocks.append(block)
         block.parts.append(text)
         self._advance()
+        # A call's id and name count as the machine counts them: with the stream's content.
+        kept = utf8_len(block.call_id) + utf8_len(block.name) if block.kind == "tool-call" else 0
         if block.started:
-            self.size += utf8_len(text)
+            self.size += utf8_len(text) + kept
             return
         # Held back: the machine cannot count it yet.
         block.parts.pop()
         if self.made > self.limits.max_blocks:
             self._refuse(f"more than {self.limits.max_blocks:,} blocks (Limits.max_blocks)", block)
-        self._hold(block, text)
+        self._hold(block, text, kept)
 
-    def _hold(self, block: ProviderBlock, text: str) -> None:
-        """Keep ``text`` for a block that has not started: counted first, refused past the limits."""
+    def _hold(self, block: ProviderBlock, text: str, kept: int = 0) -> None:
+        """Keep ``text`` for a block that has not started (and, first, the ``kept`` bytes of its id and name):
+        counted first, refused past the limits."""
         size = utf8_len(text)
-        self.size += size
+        self.size += size + kept
         block.held += size
         limits = self.limits
-        if block.held > limits.max_block_bytes:
+        if block.held > limits.max_block_bytes or kept > limits.max_block_bytes:
             self._refuse(f"more than {limits.max_block_bytes:,} bytes in one block (Limits.max_block_bytes)", block)
         if self.size > limits.max_stream_bytes:
             self._refuse(f"more than {limits.max_stream_bytes:,} bytes in the stream (Limits.max_stream_bytes)", block)

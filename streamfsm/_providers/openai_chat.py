@@ -234,6 +234,7 @@ class OpenAIConverter:
                 if not isinstance(reason, str) or not reason:
                     raise malformed(f"'finish_reason' must be a non-empty string, got {quote(reason)}")
                 self.finish_reason = reason
+                self.queue.ended = "the finish_reason"  # only usage may follow (convert.ended_turn)
         usage = event.get("usage")
         if usage is not None:
             if not isinstance(usage, Mapping):

@@ -34,11 +34,11 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import responses_failure, stream_failure
 from .convert import (
-    another_turn,
     as_event,
     closing,
     convert,
     count,
+    ended_turn,
     finish_reason,
     is_position,
     malformed,
@@ -238,6 +238,7 @@ class OpenAIResponsesConverter:
         self.calls = 0
         self.response: dict[str, Any] = {}
         self.ended: str | None = None  # the event that ended the response
+        self.created = False  # its response.created came
         # The names of the client's own tools (function, custom), when the response lists its tools: a call of
         # another name is one the server runs (xAI's search tools come as custom_tool_call items).
         self.declared: frozenset[str] | None = None
@@ -254,11 +255,8 @@ class OpenAIResponsesConverter:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
         if self.ended is not None:
-            if self.begins_turn(event):
-                raise another_turn(f"event {quote(kind)} after {self.ended}", "from_openai_responses_events")
-            raise malformed(
-                f"event {quote(kind)} after {self.ended}: a stream of more than one response is not one turn"
-            )
+            reader = "from_openai_responses_events" if self.begins_turn(event) else None
+            raise ended_turn(f"event {quote(kind)}", self.ended, reader)
         if not isinstance(kind, str):
             names = sorted(key for key in event if isinstance(key, str))[:8]  # a dict given may have other keys
             raise malformed(f"an event without a 'type': {[name[:40] for name in names]}")
@@ -284,10 +282,7 @@ class OpenAIResponsesConverter:
         if not isinstance(response, Mapping):
             raise malformed(f"{event.get('type')} without a 'response' object")
         found = response.get("id")
-        if isinstance(found, str):
-            known = self.response.get("id")
-            if known is not None and known != found:
-                raise malformed(f"response {quote(found)} began before response {quote(known)} ended: not one turn")
+        if isinstance(found, str):  # the last one said: a gateway may give each event an id of its own (Copilot's)
             self.response["id"] = found
         if isinstance(response.get("model"), str):
             self.response["model"] = response["model"]
@@ -312,7 +307,15 @@ class OpenAIResponsesConverter:
         return False
 
     def _started(self, event: Mapping[str, Any]) -> None:  # response.created, .in_progress, .queued
-        self._response(event)
+        """A turn ends only at its terminal event: before it, a new id is the same response, another
+        ``response.created`` a response spliced into this one."""
+        known = self.response.get("id")
+        response = self._response(event)
+        if event.get("type") == "response.created":
+            if self.created:
+                found = quote(response.get("id"))
+                raise malformed(f"response {found} began before response {quote(known)} ended: not one turn")
+            self.created = True
 
     def _item(self, event: Mapping[str, Any], kinds: frozenset[str]) -> _Item:
         """The item (of one of ``kinds``) an event is about. A text event for an item never added makes it (a server
@@ -579,12 +582,30 @@ class OpenAIResponsesConverter:
         usage = response.get("usage")
         if usage is not None and not isinstance(usage, Mapping):
             raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
+        self._final_ids(response.get("output"))
         status = response.get("status")
         state = self.keeper.state(
             response={**self.response, **({"status": status} if isinstance(status, str) else {})},
             blocks=list(self.meta) if self.meta else None,
         )
         return out + closing(responses_usage(usage) if usage is not None else None, finish, state)
+
+    def _final_ids(self, output: object) -> None:
+        """The terminal response names the items, as a non-streamed answer does: a gateway that gives every event ids
+        of its own (GitHub Copilot's) names them anew there, and the turn is replayed under those names."""
+        finals = output if isinstance(output, list) else []
+        names: dict[object, str] = {}
+        for position, item in self.items.items():
+            final = finals[position] if position < len(finals) else None
+            new = final.get("id") if isinstance(final, Mapping) else None
+            if isinstance(new, str):
+                names.update((seen, new) for seen in (item.id, item.data.get("id")) if isinstance(seen, str))
+        for entry, key in [
+            *((meta, "item") for meta in self.meta),
+            *((kept["data"], "id") for kept in self.keeper.items),
+        ]:
+            if entry.get(key) in names:
+                entry[key] = names[entry[key]]
 
     def end(self) -> list[StreamChunk]:
         """The input is over: nothing more once the response ended, else ``STREAM_CLOSED``."""

@@ -3,6 +3,7 @@ data, the documented nesting depth, and numbers that are kept exact or refused, 
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,14 +33,29 @@ def text_block(index: int, pieces: list[str], kind: str = "text") -> list[Chunk]
     ]
 
 
+def utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def passing_chunk(chunks: list[Chunk], limit: int) -> int | None:
-    """The chunk whose content takes the stream past ``limit`` UTF-8 bytes, computed apart from the machine."""
+    """The chunk whose content takes the stream past ``limit`` UTF-8 bytes, computed apart from the machine: a tool
+    call's id and name count at the chunk that first says each."""
     total = 0
+    said: set[tuple[int, str]] = set()  # (block, "id" or "name") once a chunk said it
+
+    def strings(index: int, carrier: Chunk) -> int:
+        size = 0
+        for field in ("id", "name"):
+            if field in carrier and (index, field) not in said:
+                said.add((index, field))
+                size += utf8(carrier[field])
+        return size
+
     for i, c in enumerate(chunks):
         if c["type"] in ("text-delta", "reasoning-delta"):
-            total += len(c["text"].encode("utf-8", "surrogatepass"))
+            total += utf8(c["text"])
         elif c["type"] == "tool-call-delta":
-            total += len(c["argumentsDelta"].encode("utf-8", "surrogatepass"))
+            total += utf8(c["argumentsDelta"]) + strings(c["index"], c)
         elif c["type"] == "block-end":
             block = c["block"]
             if block["type"] == "image":
@@ -47,7 +63,9 @@ def passing_chunk(chunks: list[Chunk], limit: int) -> int | None:
             elif not any(
                 d["type"].endswith("-delta") and d["index"] == c["index"] for d in chunks[:i]
             ):  # a block without deltas counts at its end
-                total += len(block.get("text", block.get("arguments", "")).encode("utf-8", "surrogatepass"))
+                total += utf8(block.get("text", block.get("arguments", "")))
+            if block["type"] == "tool-call":
+                total += strings(c["index"], block)
         if total > limit:
             return i
     return None
@@ -118,12 +136,24 @@ def streams(draw: st.DrawFn) -> tuple[list[Chunk], bool]:
     else:
         for b, pieces in enumerate(blocks):
             chunks += text_block(b, pieces)
+    n = count
     if draw(st.booleans()):
-        n = count
         chunks += [
             {"type": "block-start", "index": n, "blockType": "image"},
             {"type": "block-end", "index": n, "block": {"type": "image", "attachment": {"id": "é" * 50}}},
         ]
+        n += 1
+    for _ in range(draw(st.integers(0, 3))):  # tool calls: their ids and names count with the content
+        cid, name = draw(_piece) + str(n), draw(_piece) + "f"
+        deltas = ['{"a":"', *draw(st.lists(_piece, max_size=4)), '"}'] if draw(st.booleans()) else []
+        named = draw(st.integers(0, len(deltas)))  # the delta that names the tool (none: the block-end does)
+        chunks.append({"type": "block-start", "index": n, "blockType": "tool-call"})
+        for k, piece in enumerate(deltas):
+            delta = {"type": "tool-call-delta", "index": n, "id": cid, "argumentsDelta": piece}
+            chunks.append({**delta, "name": name} if k == named else delta)
+        block = {"type": "tool-call", "id": cid, "name": name, "arguments": "".join(deltas) or "{}"}
+        chunks.append({"type": "block-end", "index": n, "block": block})
+        n += 1
     return chunks + TAIL, interleave
 
 
@@ -137,6 +167,84 @@ def test_limit_exceeded_at_exactly_the_chunk_that_passes_the_stream_limit(
     expected = passing_chunk(chunks, limit)
     for path in ("feed", "feed_many", "lines"):
         assert outcome(chunks, limits, "harness" if interleave else "strict", path) == expected, path
+
+
+MiB = 1 << 20
+
+
+def big_calls(count: int = 100) -> Iterator[Chunk]:
+    """``count`` tool calls, each with an id and a name of 1 MiB and arguments ``{}``, made as they are taken."""
+    for n in range(count):
+        cid, name = str(n).ljust(MiB, "i"), str(n).ljust(MiB, "n")
+        yield {"type": "block-start", "index": n, "blockType": "tool-call"}
+        if n % 2:  # with a delta that says them, and without one: the block-end says them
+            yield {"type": "tool-call-delta", "index": n, "id": cid, "name": name, "argumentsDelta": "{}"}
+        yield {
+            "type": "block-end",
+            "index": n,
+            "block": {"type": "tool-call", "id": cid, "name": name, "arguments": "{}"},
+        }
+    yield {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}}
+    yield {"type": "finish", "reason": {"kind": "tool-calls"}}
+
+
+def chat_calls(count: int = 100, parallel: bool = False) -> Iterator[dict[str, Any]]:
+    """The same calls over chat completions; ``parallel``: the first call's arguments never complete, so the calls
+    after it are held back by the converter."""
+    for n in range(count):
+        arguments = '{"a":' if parallel and n == 0 else "{}"
+        call = {
+            "index": n,
+            "id": str(n).ljust(MiB, "i"),
+            "function": {"name": str(n).ljust(MiB, "n"), "arguments": arguments},
+        }
+        yield {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
+    yield {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+
+
+def peak_of(run: Any) -> tuple[sf.LlmError, float]:
+    tracemalloc.start()
+    try:
+        with pytest.raises(sf.LlmError) as caught:
+            run()
+        return caught.value, tracemalloc.get_traced_memory()[1] / MiB
+    finally:
+        tracemalloc.stop()
+
+
+def test_tool_call_ids_and_names_count_against_the_stream() -> None:
+    """100 calls with an id and a name of 1 MiB each passed max_stream_bytes=1 MiB and peaked at 205 MiB: the machine
+    kept every id and name (validating too). Now they count with the content, checked or converted alike."""
+    limits = sf.Limits(max_stream_bytes=MiB)
+    runs = {
+        "validate": lambda: list(sf.validate(big_calls(), limits=limits)),
+        "assemble": lambda: sf.assemble(big_calls(), limits=limits),
+        "chat, validated": lambda: list(sf.validate(sf.from_openai_chunks(chat_calls(), limits=limits), limits=limits)),
+        "chat, held back": lambda: list(sf.from_openai_chunks(chat_calls(parallel=True), limits=limits)),
+    }
+    for what, run in runs.items():
+        err, peak = peak_of(run)
+        assert err.code == sf.ErrorCode.LIMIT_EXCEEDED, (what, err)
+        assert peak < 12, (what, peak)  # a call's two strings (and the event's copies), never all of them
+    assert "the stream would hold 2097154 bytes" in peak_of(runs["validate"])[0].message
+    assert "Limits.max_stream_bytes" in peak_of(runs["chat, held back"])[0].message
+
+
+def test_an_id_or_a_name_past_the_block_limit_is_refused() -> None:
+    limits = sf.Limits(max_block_bytes=100)
+    for field in ("id", "name"):
+        block = {"type": "tool-call", "id": "c", "name": "f", "arguments": "{}", field: "é" * 51}
+        with pytest.raises(sf.LlmError) as caught:
+            sf.assemble(
+                [
+                    {"type": "block-start", "index": 0, "blockType": "tool-call"},
+                    {"type": "block-end", "index": 0, "block": block},
+                    *TAIL,
+                ],
+                limits=limits,
+            )
+        assert caught.value.code == sf.ErrorCode.LIMIT_EXCEEDED and caught.value.chunk_index == 1
+        assert f"the {field} of block 0 (tool-call) would hold 102 bytes, more than 100" in caught.value.message
 
 
 # -- linear work ---------------------------------------------------------------------------------------

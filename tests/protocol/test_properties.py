@@ -882,7 +882,12 @@ def reference(
                         return err(ErrorCode.TOOL_CALL_CONFLICT, n)
                     if "name" in c and block.name is not None and c["name"] != block.name:
                         return err(ErrorCode.TOOL_CALL_CONFLICT, n)
+                said = [] if kind != "tool-call" else [cid] if block.id is None else []
+                if kind == "tool-call" and "name" in c and block.name is None:
+                    said.append(c["name"])  # an id and a name are each held to the block limit when first said
                 if over or block.size + _utf8(value) > limits.max_block_bytes:
+                    return err(ErrorCode.LIMIT_EXCEEDED, n)
+                if any(_utf8(text) > limits.max_block_bytes for text in said):
                     return err(ErrorCode.LIMIT_EXCEEDED, n)
                 block.size += _utf8(value)
                 block.parts.append(value)
@@ -935,6 +940,8 @@ def reference(
                     noted.append(ErrorCode.INVALID_CHUNK)
             if over or (not had and size > limits.max_block_bytes):
                 return err(ErrorCode.LIMIT_EXCEEDED, n)
+            if kind == "tool-call" and any(_utf8(text) > limits.max_block_bytes for text in (b["id"], b["name"])):
+                return err(ErrorCode.LIMIT_EXCEEDED, n)  # an id and a name said by the deltas passed already
             if kind == "tool-call":
                 owners.setdefault(b["id"], c["index"])
                 tool_calls += 1

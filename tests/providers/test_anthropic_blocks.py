@@ -52,10 +52,11 @@ def recording(path: Path) -> list[dict[str, Any]]:
 
 
 def turns(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """A recording's messages, each from its ``message_start`` to its ``message_stop`` (some hold several)."""
+    """A recording's messages, each from its ``message_start`` to its ``message_stop`` (some hold several; one
+    repeats its ``message_start``)."""
     out: list[list[dict[str, Any]]] = [[]]
     for event in events:
-        if event["type"] == "message_start" and out[-1]:
+        if event["type"] == "message_start" and any(e["type"] == "message_stop" for e in out[-1]):
             out.append([])
         out[-1].append(event)
     return out
@@ -158,7 +159,7 @@ def check(result: sf.StreamResult, expected: Expected) -> None:
 
 def test_the_recordings_are_there() -> None:
     names = [p.name for p in RECORDINGS]
-    assert len(names) == 12 and "anthropic-compaction.1.jsonl" in names and "anthropic-fallback.jsonl" in names
+    assert len(names) == 13 and "anthropic-compaction.1.jsonl" in names and "anthropic-fallback.jsonl" in names
 
 
 @pytest.mark.parametrize("events", recorded_turns())
@@ -194,6 +195,22 @@ def test_what_the_recordings_keep() -> None:
     assert kept("anthropic-advisor-stop-reasons.jsonl") == ["server_tool_use", "advisor_tool_result"] * 2
     assert kept("anthropic-issue-10819-web-fetch-error.1.jsonl") == ["server_tool_use", "web_fetch_tool_result"]
     assert kept("anthropic-tool-search-bm25.1.jsonl") == ["server_tool_use", "tool_search_tool_result"]
+
+
+def test_a_repeated_message_start_of_the_open_message_is_ignored() -> None:
+    """Some proxies send the open message's ``message_start`` twice (the Vercel AI SDK's recording): the same id,
+    before any content, is ignored whole; another id, or the same one after content, is a turn spliced in."""
+    events = recording(FIXTURES / "anthropic-blocks" / "duplicate-message-start.jsonl")
+    assert [e["type"] for e in events[:2]] == ["message_start", "message_start"]
+    result = assemble(events)
+    assert result.text == "Hello, World!" and result.usage is not None and result.usage.input_tokens == 17
+    assert [sf.assemble(turn).text for turn in sf.read_turns(sf.from_anthropic_events, events)] == ["Hello, World!"]
+    other = {**events[1], "message": {**events[1]["message"], "id": "msg_other"}}
+    late = [events[0], *events[2:4], events[1], *events[4:]]
+    for spliced in ([events[0], other, *events[2:]], late):
+        with pytest.raises(sf.LlmError, match="spliced") as caught:
+            assemble(spliced)
+        assert caught.value.code == E.MALFORMED_RESPONSE
 
 
 def test_programmatic_tool_calling_sends_the_turn_in_message_start() -> None:

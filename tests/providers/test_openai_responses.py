@@ -37,6 +37,7 @@ def test_the_recordings_are_there() -> None:
     assert [p.name for p in FILES] == [
         "azure-text.1.jsonl",
         "azure-tool-call.1.jsonl",
+        "github-copilot-id-rotation.1.jsonl",
         "lmstudio-tool-call.1.jsonl",
         "openai-custom-tool.1.jsonl",
         "openai-error.1.jsonl",
@@ -50,8 +51,15 @@ def test_the_recordings_are_there() -> None:
 
 
 def expected(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a recording holds, read from its final items: block types, text, reasoning, calls, kept items."""
-    items = {e["output_index"]: e["item"] for e in events if e["type"] == "response.output_item.done"}
+    """What a recording holds, read from its final items (named as the terminal response names them): block types,
+    text, reasoning, calls, kept items."""
+    final = next(e["response"] for e in events if e["type"] == "response.completed")
+    named = {n: item["id"] for n, item in enumerate(final.get("output") or []) if "id" in item}
+    items = {
+        e["output_index"]: {**e["item"], **({"id": named[e["output_index"]]} if e["output_index"] in named else {})}
+        for e in events
+        if e["type"] == "response.output_item.done"
+    }
     blocks: list[str] = []
     text: list[str] = []
     reasoning: list[str] = []
@@ -76,7 +84,6 @@ def expected(events: list[dict[str, Any]]) -> dict[str, Any]:
                 blocks += ["reasoning"] * len(parts)
                 reasoning += parts
             kept.append((kind, item))
-    final = next(e["response"] for e in events if e["type"] == "response.completed")
     return {
         "blocks": blocks,
         "text": "".join(text),
@@ -412,6 +419,27 @@ def test_the_replay_state_names_the_response() -> None:
         "response": {"id": "resp_1", "model": "gpt-5", "status": "completed"},
         "blocks": [{"item": "msg_1", "part": "output_text"}],
     }
+
+
+def test_a_gateway_that_rotates_every_id_gives_one_response() -> None:
+    """GitHub Copilot's gateway gives ``response.created``, ``.in_progress`` and ``.completed`` each a response id
+    of its own, and every event of an item an item id of its own: a turn ends only at its terminal event, so a new
+    id before it is the same response (the last one said names it for replay). A second ``response.created`` before
+    the terminal event is another response spliced in."""
+    events = recording(RESPONSES / "github-copilot-id-rotation.1.jsonl")
+    ids = [e["response"]["id"] for e in events if "response" in e]
+    assert len(set(ids)) == 3 and len({e["item_id"] for e in events if "item_id" in e}) > 50
+    result = convert(events)
+    assert result.text.startswith("There are **3** letter") and result.finish.kind == "stop"
+    assert result.replay_state is not None and result.replay_state["response"]["id"] == ids[-1]
+    # The terminal response names the items too, as the non-streamed answer would: the turn goes back under those.
+    final = [item["id"] for item in events[-1]["response"]["output"]]
+    assert [block["item"] for block in result.replay_state["blocks"]] == final
+    assert [kept.data["id"] for kept in result.kept] == final[:1]
+    assert [sf.assemble(t).text for t in sf.read_turns(sf.from_openai_responses_events, events)] == [result.text]
+    with pytest.raises(sf.LlmError, match="began before") as caught:
+        convert([created(), *message(0, "a")[:2], created(), *message(0, "b"), completed()])
+    assert caught.value.code == E.MALFORMED_RESPONSE
 
 
 # --- Failures -----------------------------------------------------------------------------------------

@@ -25,10 +25,12 @@ import streamfsm as sf
 from streamfsm import _cli, _corpus
 from streamfsm._check import check_source
 from streamfsm._config import Policy
-from streamfsm._corpus import Packed, batches, packed_batch, reports, shipped_batch
+from streamfsm._corpus import batches, reports
+from streamfsm._spool import Packed, packed_batch, shipped_batch, unpack
 
 from ..cli_support import command, jsonl, run
 from ..data import FIXTURES, SEED_CHUNKS, SESSIONS
+from .test_check_memory import session_log
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,32 @@ def test_check_file_pickles_by_reference_and_so_does_its_report() -> None:
 def test_reports_travel_packed_and_come_back_equal() -> None:
     names = corpus()
     expected = one_by_one(names)
-    assert _corpus._unpack(packed_batch(names, "auto", Policy.HARNESS)) == expected
+    assert unpack(packed_batch(names, "auto", Policy.HARNESS)) == expected
     assert any(s.notes for r in expected for s in r.streams) and any(not s.ok for r in expected for s in r.streams)
+
+
+def test_the_reports_past_a_piece_travel_through_a_spool_and_come_back_equal(tmp_path: Path) -> None:
+    """A worker's answer holds at most PIECE stream reports; the streams of a file that passes them go to a spool file,
+    read back a piece at a time and deleted once read: the reports are those of a check in one process."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    names = [str(session_log(tmp_path / f"{n}.jsonl", count)) for n, count in enumerate([300, 400, 10, 1500])]
+    packed = packed_batch(names, "auto", Policy.STRICT, spool=str(spool))
+    assert [len(streams) for _, _, _, streams, _ in packed] == [300, 0, 10, 0]  # the answer: 310 streams at most
+    assert [spooled is not None for *_, spooled in packed] == [False, True, False, True]
+    assert len(list(spool.iterdir())) == 2
+    got = [r if isinstance(r, sf.FileReport) else r.report() for r in unpack(packed)]
+    assert got == one_by_one(names, Policy.STRICT)
+    assert not list(spool.iterdir())  # each spool file deleted once it was read
+    _, out, _ = run_check(names, "-j", "1")
+    assert run_check(names, "-j", "2")[1] == out
+
+
+def run_check(names: list[str], *argv: str) -> tuple[int, str, str]:
+    """``streamfsm check --json`` over ``names``, its per-stream lines only (the summary's time differs)."""
+    done = command("check", "--json", *argv, *names)
+    lines = [line for line in done.stdout.splitlines() if '"kind":"summary"' not in line.replace(" ", "")]
+    return done.returncode, "\n".join(lines), done.stderr
 
 
 # -- batches and the decision -------------------------------------------------------------------------------

@@ -208,11 +208,52 @@ def test_a_responses_body_may_end_each_turn_with_done(tmp_path: Path) -> None:
     assert [sf.assemble(s.chunks).finish.kind for s in sf.read_recordings(path)] == ["tool-calls", "stop"]
 
 
-def test_gemini_chunks_without_a_response_id_cannot_be_told_apart() -> None:
-    # Without a responseId on both, a second response is not seen: the chunks are one turn (Gemini's stream has
-    # no end event), as before.
+def test_gemini_chunks_without_a_response_id_are_never_merged_into_one_turn() -> None:
+    # Without a responseId on both, a second response cannot be told for another turn; its content after the first's
+    # finishReason is not merged into the first either: only usage follows a finish.
     events = [{k: v for k, v in e.items() if k != "responseId"} for e in events_of("gemini-two-turns.jsonl")]
-    assert len([list(turn) for turn in sf.read_turns(sf.from_gemini_chunks, events)]) == 1
+    with pytest.raises(sf.LlmError, match="after the finishReason") as caught:
+        [list(turn) for turn in sf.read_turns(sf.from_gemini_chunks, events)]
+    assert caught.value.code == sf.ErrorCode.MALFORMED_RESPONSE
+
+
+@pytest.mark.parametrize("api", ["chat", "gemini"])
+@pytest.mark.parametrize("same_id", [True, False], ids=["one id", "no id"])
+def test_content_after_a_finish_reason_is_never_merged_into_the_turn(
+    api: str, same_id: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two responses under one id (or none): the second's content after the first's finish is MALFORMED_RESPONSE,
+    to the library and to ``check``, as every wire API reads what follows its turn's end; usage (and Gemini's
+    empty last part with its signature) still belong to the turn."""
+    if api == "chat":
+        ids = {"id": "chatcmpl-1"} if same_id else {}
+        reader = sf.from_openai_chunks
+
+        def say(text: str, finish: str | None = None) -> dict[str, Any]:
+            return {**ids, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+
+        usage: dict[str, Any] = {**ids, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2}}
+        empty: dict[str, Any] = {**ids, "choices": [{"index": 0, "delta": {}, "finish_reason": None}]}
+    else:
+        ids = {"responseId": "r1"} if same_id else {}
+        reader = sf.from_gemini_chunks
+
+        def say(text: str, finish: str | None = None) -> dict[str, Any]:
+            candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
+            return {**ids, "candidates": [{**candidate, **({"finishReason": finish} if finish else {})}]}
+
+        usage = {**ids, "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 2}}
+        empty = {**ids, "candidates": [{"content": {"parts": [{"text": "", "thoughtSignature": "c2ln"}]}}]}
+    one = [say("Hello", "stop" if api == "chat" else "STOP"), empty, usage]
+    assert sf.assemble(reader(one)).text == "Hello"
+    two = [*one, say("World", "stop" if api == "chat" else "STOP"), usage]
+    with pytest.raises(sf.LlmError, match="after the finish") as caught:
+        sf.assemble(reader(two))
+    assert caught.value.code == sf.ErrorCode.MALFORMED_RESPONSE
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in two))
+    status, out, _ = run(capsys, "check", "--json", str(path))
+    assert status == 1 and [s["code"] for s in streams(out)] == ["MALFORMED_RESPONSE"]
 
 
 def test_read_turns_names_its_apis() -> None:

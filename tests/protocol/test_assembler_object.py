@@ -1,0 +1,105 @@
+"""The assembler as a Python object, alike compiled (mypyc) and pure: subclassed, pickled and copied at any chunk
+(a checkpoint that comes to the same end), its flags and its lines checked the same way."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import streamfsm as sf
+from streamfsm._blocks import JSON_KEYS
+
+from ..data import SEED_CHUNKS
+from .test_properties import mutated
+
+COPIES = {
+    "pickle": lambda m: pickle.loads(pickle.dumps(m)),
+    "deepcopy": copy.deepcopy,
+    "copy": copy.copy,
+}
+
+
+def run(asm: sf.StreamAssembler, chunks: list[Any], results: bool) -> tuple[Any, ...]:
+    """Feed ``chunks`` to the end: the verdict (a failure as its code, position and message), what the stream came
+    to, the notes and the chunk count."""
+    try:
+        for chunk in chunks:
+            asm.feed(chunk)
+        end: Any = asm.close().to_wire() if results else asm.summary()
+        verdict: tuple[Any, ...] = ("ok", end)
+    except sf.LlmError as err:
+        verdict = ("failed", err.code, err.chunk_index, err.message.removeprefix("the stream already failed: "))
+    notes = [(str(e.code), e.chunk_index, count, e.message) for e, count in asm.notes]
+    return verdict, notes, asm.chunk_count
+
+
+@settings(max_examples=300, deadline=None)
+@given(mutated(), st.integers(0, 60), st.sampled_from(sorted(COPIES)), st.booleans())
+def test_a_machine_copied_at_any_chunk_comes_to_the_same_end(
+    case: tuple[Any, list[Any], list[str]], at: int, how: str, results: bool
+) -> None:
+    source, chunks, _ = case
+    whole = run(sf.StreamAssembler(source.policy, results=results), chunks, results)
+    first = sf.StreamAssembler(source.policy, results=results)
+    at = at % (len(chunks) + 1)
+    try:
+        for chunk in chunks[:at]:
+            first.feed(chunk)
+    except sf.LlmError:
+        pass  # a failed machine is copied failed: the copy raises the same error again
+    copied = COPIES[how](first)
+    assert type(copied) is sf.StreamAssembler and copied is not first
+    assert (copied.state, copied.chunk_count, copied.policy) == (first.state, first.chunk_count, first.policy)
+    assert run(copied, chunks[at:], results) == whole
+    assert run(first, chunks[at:], results) == whole  # the original is not changed by its copy's feeding
+
+
+def test_a_checkpoint_of_json_lines_resumes_them() -> None:
+    lines = [orjson.dumps(chunk) for chunk in SEED_CHUNKS]
+    asm = sf.StreamAssembler()
+    asm.feed_lines(lines[:5])
+    saved = pickle.dumps(asm)
+    resumed: sf.StreamAssembler = pickle.loads(saved)
+    assert resumed._keys is JSON_KEYS
+    resumed.feed_lines(lines[5:])
+    assert resumed.close() == sf.assemble(SEED_CHUNKS)
+
+
+class Counting(sf.StreamAssembler):
+    """A subclass that counts what it was fed, as an application might."""
+
+    def feed(self, chunk: Any) -> None:
+        self.fed = getattr(self, "fed", 0) + 1
+        super().feed(chunk)
+
+
+def test_the_assembler_may_be_subclassed_and_copied_as_its_class() -> None:
+    asm = Counting()
+    for chunk in SEED_CHUNKS[:4]:
+        asm.feed(chunk)
+    resumed = pickle.loads(pickle.dumps(asm))
+    assert type(resumed) is Counting
+    for chunk in SEED_CHUNKS[4:]:
+        resumed.feed(chunk)
+    assert resumed.fed == len(SEED_CHUNKS) - 4 and resumed.close() == sf.assemble(SEED_CHUNKS)
+
+
+@pytest.mark.parametrize("value", [1, 0, None, "yes"])
+@pytest.mark.parametrize("flag", ["raw_arguments", "results"])
+def test_a_flag_that_is_not_a_bool_is_a_type_error(flag: str, value: object) -> None:
+    with pytest.raises(TypeError):
+        sf.StreamAssembler(**{flag: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("line", [5, None, 1.5, ["a"]])
+def test_a_line_that_is_not_bytes_or_text_is_a_type_error(line: object) -> None:
+    with pytest.raises(TypeError):
+        sf.StreamAssembler().feed_line(line)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        sf.StreamAssembler().feed_lines([line])  # type: ignore[list-item]

@@ -39,18 +39,24 @@ The public names, by what they are for (each documented in the API reference, ``
 - Wire APIs: the converters ``from_openai_chunks``, ``from_anthropic_events``, ``from_openai_responses_events``,
   ``from_gemini_chunks``, ``from_bedrock_events``, ``from_cohere_events`` (and their classes ``OpenAIConverter``,
   ``AnthropicConverter``, ``OpenAIResponsesConverter``, ``GeminiConverter``, ``BedrockConverter``,
-  ``CohereConverter``), ``describe_kept``; the HTTP adapters (the ``http`` extra) ``OpenAICompatibleAdapter``,
-  ``AnthropicAdapter``, ``OpenAIResponsesAdapter``, ``GeminiAdapter``, ``HttpSettings``.
+  ``CohereConverter``), ``describe_kept``; the non-streamed answers read as results ``from_openai_completion``,
+  ``from_anthropic_message``, ``from_openai_response``, ``from_gemini_response``, ``from_bedrock_response``,
+  ``from_cohere_response``; an SDK's own stream checked as it is read, ``checked`` (``Checked``,
+  ``AsyncChecked``); the HTTP adapters (the ``http`` extra) ``OpenAICompatibleAdapter``, ``AnthropicAdapter``,
+  ``OpenAIResponsesAdapter``, ``GeminiAdapter``, ``HttpSettings``.
+- Probing a live endpoint, streamed against non-streamed: ``probe``, ``ProbeReport``, ``CaseRun``, ``ProbeCase``,
+  ``PROBE_CASES``, ``load_probe_cases``, ``parity``, ``Parity``, ``Difference``.
 - Adapters: ``LlmAdapter``, ``GenerateOptions``, ``Message``, ``UserMessage``, ``AssistantMessage``,
   ``ToolResultMessage``, ``ToolSchema``, ``ModelInfo``, ``ModelReasoningInfo``, ``ReasoningEffortInfo``,
   ``ProviderInfo``, ``AppIdentity``, ``APP_IDENTITY``, ``attribution_headers``, ``AbortController``,
   ``AbortSignal``.
 - The agent loop: ``AgentLoop``, ``AgentRun``, ``Tool``, ``tool``, ``tool_signal``, ``ToolError``, ``RetryPolicy``,
-  ``AgentLimits``, ``Hooks``, ``StreamMetrics``; its flat stream ``FlatChunk``, ``TextChunk``, ``ToolCallChunk``,
+  ``AgentLimits``, ``Hooks``, ``StreamMetrics``, ``SafetyCheck``; its flat stream ``FlatChunk``, ``TextChunk``, ``ToolCallChunk``,
   ``ToolResultChunk``, ``ErrorChunk``, ``DoneChunk``, ``DoneReason``, ``TokenUsage``, ``validate_flat``,
   ``avalidate_flat``, ``FlatValidator``, ``parse_flat``; OpenTelemetry in ``streamfsm.otel`` (the ``otel`` extra).
 
-The command ``streamfsm`` (``python -m streamfsm``) checks recordings: ``streamfsm check PATH...``.
+The command ``streamfsm`` (``python -m streamfsm``) checks recordings (``streamfsm check PATH...``) and probes a
+live endpoint (``streamfsm probe --base-url URL --model NAME``).
 """
 
 # The package imports its modules when one of its names is first used (PEP 562), not when it is imported: so

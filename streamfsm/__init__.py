@@ -51,9 +51,10 @@ The public names, by what they are for (each documented in the API reference, ``
   ``ProviderInfo``, ``AppIdentity``, ``APP_IDENTITY``, ``attribution_headers``, ``AbortController``,
   ``AbortSignal``.
 - The agent loop: ``AgentLoop``, ``AgentRun``, ``Tool``, ``tool``, ``tool_signal``, ``ToolError``, ``RetryPolicy``,
-  ``AgentLimits``, ``Hooks``, ``StreamMetrics``, ``SafetyCheck``; its flat stream ``FlatChunk``, ``TextChunk``, ``ToolCallChunk``,
-  ``ToolResultChunk``, ``ErrorChunk``, ``DoneChunk``, ``DoneReason``, ``TokenUsage``, ``validate_flat``,
-  ``avalidate_flat``, ``FlatValidator``, ``parse_flat``; OpenTelemetry in ``streamfsm.otel`` (the ``otel`` extra).
+  ``AgentLimits``, ``Hooks``, ``StreamMetrics``, ``SafetyCheck``; its flat stream ``FlatChunk``, ``TextChunk``,
+  ``ToolCallChunk``, ``ToolResultChunk``, ``ErrorChunk``, ``DoneChunk``, ``DoneReason``, ``TokenUsage``,
+  ``validate_flat``, ``avalidate_flat``, ``FlatValidator``, ``parse_flat``; OpenTelemetry in ``streamfsm.otel``
+  (the ``otel`` extra).
 
 The command ``streamfsm`` (``python -m streamfsm``) checks recordings (``streamfsm check PATH...``) and probes a
 live endpoint (``streamfsm probe --base-url URL --model NAME``).

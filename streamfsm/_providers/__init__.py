@@ -17,7 +17,9 @@ Every wire API has the same files, named for the API: ``<api>.py``, its sans-IO 
 - ``anthropic_messages.py`` + ``anthropic_messages_adapter.py``: the Anthropic Messages API:
   :class:`AnthropicConverter`, :func:`from_anthropic_events`; :class:`AnthropicAdapter`.
 - ``openai_responses.py`` + ``openai_responses_adapter.py``: the OpenAI Responses API:
-  :class:`OpenAIResponsesConverter`, :func:`from_openai_responses_events`; :class:`OpenAIResponsesAdapter`.
+  :class:`OpenAIResponsesConverter`, :func:`from_openai_responses_events`; :class:`OpenAIResponsesAdapter`. The
+  API's own tools that the client runs (a call read from its item, a result written as its output item) are
+  ``openai_responses_tools.py``, which both use.
 - ``gemini.py`` + ``gemini_adapter.py``: Gemini ``streamGenerateContent``: :class:`GeminiConverter`,
   :func:`from_gemini_chunks`; :class:`GeminiAdapter`.
 - ``bedrock.py``: Bedrock ``ConverseStream`` (the events boto3 yields): :class:`BedrockConverter`,

@@ -9,7 +9,7 @@ A response is a list of *output items*, each streamed between ``response.output_
 ``response.output_item.done``. What the block protocol has words for becomes blocks: a ``message``'s
 ``output_text`` (and ``refusal``) parts text blocks, a ``reasoning`` item's summary parts and reasoning-text parts
 reasoning blocks, a ``function_call`` or ``custom_tool_call`` a tool call, and so does a call of the API's own
-tools that the client runs (:data:`CLIENT_TOOLS`: ``local_shell_call``, ``shell_call``, ``apply_patch_call``,
+tools that the client runs (:mod:`.openai_responses_tools`: ``local_shell_call``, ``shell_call``, ``apply_patch_call``,
 ``computer_call``, ``tool_search_call`` with ``execution: "client"``), named ``local_shell``, ``shell``,
 ``apply_patch``, ``computer``, ``tool_search``, its action as the arguments. Every other item (web and file
 search, code interpreter, image generation, MCP, a call the server ran itself, items added since) and every
@@ -46,6 +46,7 @@ from .convert import (
     sync_or_async,
 )
 from .held import BlockQueue
+from .openai_responses_tools import CLIENT_TOOLS, client_call, listed_tools, server_runs
 from .replay import Keeper, json_size
 
 __all__ = ["OpenAIResponsesConverter", "from_openai_responses_events", "responses_event", "responses_usage"]
@@ -69,51 +70,6 @@ _INCOMPLETE: dict[str, WireFinishReason] = {"max_output_tokens": {"kind": "max-t
 
 #: The client tool calls whose arguments stream (``.delta`` events): what becomes a tool-call block.
 _CALLS = frozenset({"function_call", "custom_tool_call"})
-#: The calls of the API's own tools that the client runs (each a tool-call block, named here, its action or
-#: operation as the arguments), sent back with the matching ``*_output`` item. Each comes whole at its
-#: ``output_item.done``.
-CLIENT_TOOLS = {
-    "local_shell_call": ("local_shell", "action"),
-    "shell_call": ("shell", "action"),
-    "apply_patch_call": ("apply_patch", "operation"),
-    "computer_call": ("computer", "action"),
-    "tool_search_call": ("tool_search", "arguments"),
-}
-
-
-def _client_tools(tools: list[Any]) -> list[str]:
-    """The names of the client's own tools a response lists (functions and custom tools, in namespaces too)."""
-    names: list[str] = []
-    for tool in tools:
-        if not isinstance(tool, Mapping):
-            continue
-        function = tool.get("function")  # a server that echoes tools in the chat-completions form
-        name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
-        if tool.get("type") in ("function", "custom") and isinstance(name, str):
-            names.append(name)
-        elif isinstance(tool.get("tools"), list):
-            names.extend(_client_tools(tool["tools"]))
-    return names
-
-
-def _pending_checks(call_id: str, given: object) -> list[dict[str, Any]]:
-    """A ``computer_call``'s ``pending_safety_checks`` (absent or null: none), each ``{id, code?, message?}``
-    as it came; a list that is not of such objects is ``MALFORMED_RESPONSE`` (a flagged call is never taken for
-    an unflagged one)."""
-    if given is None:
-        return []
-    checks: list[dict[str, Any]] = []
-    if isinstance(given, list):
-        for check in given:
-            if not isinstance(check, Mapping) or not isinstance(check.get("id"), str) or not check["id"]:
-                break
-            kept = {key: check[key] for key in ("id", "code", "message") if check.get(key) is not None}
-            if not all(isinstance(value, str) for value in kept.values()):
-                break
-            checks.append(kept)
-        else:
-            return checks
-    raise malformed(f"computer_call {call_id}: pending_safety_checks must be a list of objects with a string id")
 
 
 def _escaped(text: str) -> str:
@@ -288,23 +244,8 @@ class OpenAIResponsesConverter:
             self.response["model"] = response["model"]
         tools = response.get("tools")
         if self.declared is None and isinstance(tools, list) and tools:
-            self.declared = frozenset(_client_tools(tools))
+            self.declared = frozenset(listed_tools(tools))
         return response
-
-    def _server_runs(self, kind: str, data: Mapping[str, Any]) -> bool:
-        """Whether a call item is one the server runs itself (kept for replay), as the item says: a tool search
-        whose ``execution`` is not ``client``; a shell call in an ``environment`` other than ``local`` (a hosted
-        container); a custom tool call whose name is none of the client's tools the response lists (xAI's
-        ``x_search`` runs as ``custom_tool_call`` s named ``x_keyword_search``, ...; a response that lists no tools
-        says nothing, and its calls are the client's)."""
-        if kind == "tool_search_call":
-            return data.get("execution") != "client"
-        if kind == "shell_call":
-            environment = data.get("environment")
-            return isinstance(environment, Mapping) and environment.get("type") not in (None, "local")
-        if kind == "custom_tool_call":
-            return self.declared is not None and data.get("name") not in self.declared
-        return False
 
     def _started(self, event: Mapping[str, Any]) -> None:  # response.created, .in_progress, .queued
         """A turn ends only at its terminal event: before it, a new id is the same response, another
@@ -340,7 +281,7 @@ class OpenAIResponsesConverter:
             raise malformed(f"output item {position} was added twice")
         item = self.items[position] = _Item(data["type"], len(self.meta), data)
         if item.kind in _CALLS:
-            item.server = self._server_runs(item.kind, data)
+            item.server = server_runs(item.kind, data, self.declared)
             if not item.server:
                 self._call(item, data)
 
@@ -365,7 +306,7 @@ class OpenAIResponsesConverter:
         item = self.items.get(position)
         if item is None:  # sent whole
             item = self.items[position] = _Item(data["type"], len(self.meta), data)
-            item.server = item.kind == "custom_tool_call" and self._server_runs(item.kind, data)
+            item.server = item.kind == "custom_tool_call" and server_runs(item.kind, data, self.declared)
         elif item.done:
             raise malformed(f"output item {position} was done twice")
         elif item.kind != data["type"]:
@@ -376,7 +317,7 @@ class OpenAIResponsesConverter:
         elif item.server:
             self.keeper.charge(json_size(data, f"a {kind}"))
             self.keeper.keep(kind, item.at, data, charged=True)
-        elif kind in CLIENT_TOOLS and not self._server_runs(kind, data):
+        elif kind in CLIENT_TOOLS and not server_runs(kind, data, self.declared):
             self._client_tool(item, data)
         elif kind in _CALLS:
             call = self._call(item, data)
@@ -395,25 +336,7 @@ class OpenAIResponsesConverter:
         """A call of the API's own tool that the client runs: a tool call named for the tool, its action (or
         operation, or arguments) as the arguments; the item itself goes in the block's replay entry, to be sent
         back as it came."""
-        name, field = CLIENT_TOOLS[item.kind]
-        call_id = data.get("call_id") or data.get("id")
-        if not isinstance(call_id, str) or not call_id:
-            raise malformed(f"a {item.kind} without a call_id")
-        action = data.get(field)
-        if item.kind == "computer_call":
-            if action is None and isinstance(data.get("actions"), list):
-                action = {"actions": data["actions"]}  # the computer tool's batched actions
-            checks = _pending_checks(call_id, data.get("pending_safety_checks"))
-            if checks:  # flagged: the checks go with the action, for the loop to have them acknowledged
-                body = action if isinstance(action, Mapping) else {"action": action}
-                action = {**body, "pending_safety_checks": checks}
-        if isinstance(action, str):
-            arguments = action
-        else:
-            try:
-                arguments = orjson.dumps({} if action is None else action).decode()
-            except (orjson.JSONEncodeError, TypeError) as exc:
-                raise malformed(f"{item.kind} {call_id}: its {field} is not JSON data ({exc})") from exc
+        call_id, name, arguments = client_call(item.kind, data)
         self.keeper.charge(json_size(data, f"a {item.kind}"))
         call = item.call = _Part("tool-call")
         block = ProviderBlock("tool-call", call_id, name)

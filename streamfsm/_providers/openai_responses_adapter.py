@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Unpack
 
-import orjson
-
 from .._adapter import (
     AssistantMessage,
     GenerateOptions,
@@ -21,10 +19,11 @@ from .._adapter import (
 from .._models import TextBlock, ToolCallBlock
 from .._wire import StreamChunk
 from .base import HttpAdapter, HttpSettings
-from .openai_responses import CLIENT_TOOLS, OpenAIResponsesConverter
+from .openai_responses import OpenAIResponsesConverter
+from .openai_responses_tools import CLIENT_TOOLS, NO_TEXT, error_note, output_item
 from .replay import kept_blocks
 
-__all__ = ["OpenAIResponsesAdapter", "output_item", "responses_input"]
+__all__ = ["OpenAIResponsesAdapter", "responses_input"]
 
 
 def _entry(entries: object, position: int) -> Mapping[str, Any]:
@@ -123,81 +122,11 @@ def responses_input(options: GenerateOptions) -> list[dict[str, Any]]:
         elif isinstance(message, ToolResultMessage):
             kind = calls.get(message.tool_call_id, "function_call")
             out.append(output_item(kind, message))
-            if message.is_error and kind in _NO_TEXT:
-                out.append(_error_note(kind, message))
+            if message.is_error and kind in NO_TEXT:
+                out.append(error_note(kind, message))
         else:
             out.append({"role": "user", "content": message.content})
     return out
-
-
-def _json(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-
-
-#: The calls whose output item has no place for text: an error result goes back as an empty output, followed by a
-#: user message that says what went wrong (:func:`_error_note`).
-_NO_TEXT = frozenset({"computer_call", "tool_search_call"})
-
-
-def _error_note(kind: str, result: ToolResultMessage) -> dict[str, Any]:
-    """The message that tells the model why a call of ``kind`` (one of :data:`_NO_TEXT`) failed."""
-    given = _json(result.content)
-    why = given.get("message") if isinstance(given, dict) and isinstance(given.get("message"), str) else None
-    name = CLIENT_TOOLS[kind][0]
-    text = f"The {name} call {result.tool_call_id} failed: {why if why is not None else result.content}"
-    return {"role": "user", "content": [{"type": "input_text", "text": text}]}
-
-
-def output_item(kind: str, result: ToolResultMessage) -> dict[str, Any]:
-    """A tool result as the output item of its call's type (``kind``, the call's item type).
-
-    ``function_call_output`` and ``custom_tool_call_output`` carry the content as it is (the API has no way to mark
-    a result as an error: the content says it). The API's own tools take their own items: ``local_shell_call_output``
-    (the content as ``output``; the call is named by ``id``, as the API's type has it); ``shell_call_output`` (the
-    content, if it is a JSON list of ``{stdout, stderr, outcome}``, is the ``output``; otherwise it is the stdout
-    of one command that exited 0, or 1 for an error result); ``apply_patch_call_output`` (``status`` ``failed``
-    for an error result, else ``completed``; the content as ``output``); ``computer_call_output`` (the content, a
-    JSON ``computer_screenshot`` object or an image URL, as ``output``; an error result has a screenshot without
-    an image; the safety checks the application acknowledged as ``acknowledged_safety_checks``);
-    ``tool_search_output`` (the content, a JSON list of tool definitions, as ``tools``; an error result, or a
-    content that is no such list, an empty list). An error result of these last two is followed by a user
-    message that says what went wrong (:func:`responses_input`): their items have no place for it.
-    """
-    call_id, content = result.tool_call_id, result.content
-    if kind == "custom_tool_call":
-        return {"type": "custom_tool_call_output", "call_id": call_id, "output": content}
-    if kind == "local_shell_call":
-        return {"type": "local_shell_call_output", "id": call_id, "output": content}
-    if kind == "shell_call":
-        given = _json(content)
-        chunks = given if isinstance(given, list) and all(isinstance(c, dict) and "outcome" in c for c in given) else []
-        if not chunks:
-            outcome = {"type": "exit", "exit_code": 1 if result.is_error else 0}
-            chunks = [{"stdout": content, "stderr": "", "outcome": outcome}]
-        return {"type": "shell_call_output", "call_id": call_id, "output": chunks}
-    if kind == "apply_patch_call":
-        status = "failed" if result.is_error else "completed"
-        return {"type": "apply_patch_call_output", "call_id": call_id, "status": status, "output": content}
-    if kind == "computer_call":
-        given = _json(content)
-        if isinstance(given, dict) and given.get("type") == "computer_screenshot":
-            screenshot = given
-        elif result.is_error:
-            screenshot = {"type": "computer_screenshot"}
-        else:
-            screenshot = {"type": "computer_screenshot", "image_url": content}
-        item = {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
-        if result.acknowledged_safety_checks:
-            item["acknowledged_safety_checks"] = [check.to_wire() for check in result.acknowledged_safety_checks]
-        return item
-    if kind == "tool_search_call":
-        tools = None if result.is_error else _json(content)
-        listed = tools if isinstance(tools, list) else []
-        return {"type": "tool_search_output", "call_id": call_id, "execution": "client", "tools": listed}
-    return {"type": "function_call_output", "call_id": call_id, "output": content}
 
 
 class OpenAIResponsesAdapter(HttpAdapter):

@@ -85,7 +85,8 @@ def server_runs(kind: str, data: Mapping[str, Any], declared: frozenset[str] | N
         environment = data.get("environment")
         return isinstance(environment, Mapping) and environment.get("type") not in (None, "local")
     if kind == "custom_tool_call":
-        return declared is not None and data.get("name") not in declared
+        name = data.get("name")  # not a string: the client's call, which its reading refuses as malformed
+        return declared is not None and isinstance(name, str) and name not in declared
     return False
 
 

@@ -333,6 +333,17 @@ def test_a_custom_tool_call_is_arguments_with_its_input() -> None:
     assert result.replay_state["blocks"] == [{"item": "ct_1", "type": "custom_tool_call"}]
 
 
+@pytest.mark.parametrize("name", [["sql"], {"n": 1}, 7, None])
+def test_a_custom_tool_call_whose_name_is_no_string_is_malformed(name: object) -> None:
+    # A response that lists its tools decides by a call's name whether the server ran it: a name of another
+    # type is the client's call, refused as such, never a TypeError.
+    listed = {"type": "response.created", "response": {**RESPONSE, "tools": [{"type": "custom", "name": "sql"}]}}
+    item = {"id": "ct_1", "type": "custom_tool_call", "call_id": "call_1", "name": name, "input": ""}
+    with pytest.raises(sf.LlmError) as raised:
+        convert([listed, added(0, item), done(0, item), completed()])
+    assert raised.value.code == sf.ErrorCode.MALFORMED_RESPONSE
+
+
 def test_items_sent_whole_convert_too() -> None:
     # A server that sends no deltas: each item's text arrives in its output_item.done.
     msg = {"id": "m", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}

@@ -46,10 +46,10 @@ def test_the_recordings_are_what_the_builders_write() -> None:
     ("name", "finish"), [("llama-server-completions.sse", "max-tokens"), ("vllm-completions.sse", "stop")]
 )
 def test_check_and_assemble_say_what_the_body_holds(capsys: pytest.CaptureFixture[str], name: str, finish: str) -> None:
-    """The issue's case: a completions body of 11 tokens for a prompt of 6, cut by max_tokens (llama-server) or
-    stopped (vLLM)."""
+    """A completions body of 11 tokens for a prompt of 6, cut by max_tokens (llama-server) or stopped (vLLM): its
+    text is one block, never passed empty."""
     path = INFERENCE_SERVERS / name
-    status, out, _ = run(capsys, "check", str(path))
+    status, out, _ = run(capsys, "check", "-v", str(path))
     assert status == 0
     assert out.startswith(f"{path}: ok; 1 block (text); no tool calls; usage 6 in / 11 out; finish {finish}\n")
     status, out, _ = run(capsys, "check", "--json", str(path))

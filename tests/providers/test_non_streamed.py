@@ -109,14 +109,22 @@ def sdk_object(api: str, raw: dict[str, Any]) -> Any:
     return None  # boto3 gives Bedrock's answer as a dict
 
 
-@pytest.mark.parametrize(("api", "path"), BODY_FILES, ids=lambda v: getattr(v, "name", v))
+def has_sdk_object(api: str, path: Path) -> bool:
+    """Whether the official SDK has a type for this body: boto3 gives Bedrock's answer as a dict, and the openai
+    SDK's types have no list of content parts (Mistral's)."""
+    if api == "bedrock":
+        return False
+    raw = orjson.loads(path.read_bytes())
+    return api != "openai-chat" or isinstance(raw["choices"][0]["message"]["content"], str)
+
+
+@pytest.mark.parametrize(
+    ("api", "path"), [case for case in BODY_FILES if has_sdk_object(*case)], ids=lambda v: getattr(v, "name", v)
+)
 def test_the_sdk_object_reads_as_its_dict(api: str, path: Path) -> None:
     raw = orjson.loads(path.read_bytes())
-    if api == "openai-chat" and not isinstance(raw["choices"][0]["message"]["content"], str):
-        pytest.skip("the openai SDK's types have no list of content parts (Mistral's)")
     sdk = sdk_object(api, raw)
-    if sdk is None:
-        pytest.skip("boto3 answers with a dict")
+    assert sdk is not None
     read = APIS[api][0]
     # The SDK's dump orders an object's keys by its fields: arguments written from an object compare parsed.
     assert answer_of(read(sdk)) == answer_of(read(raw))

@@ -259,6 +259,11 @@ def _file_name(source: object) -> str | None:
         )
     if not isinstance(source, (str, bytes)) or len(source) > _NAME_MAX:
         return None
+    # JSON text, the usual case, is told by its first character, with nothing decoded or copied (the ASCII
+    # whitespace bytes.lstrip skips is whitespace to str.strip too: the test below decides the same).
+    first = source.lstrip()[:1]
+    if first in _JSON_OPENS_BYTES if isinstance(first, bytes) else first in _JSON_OPENS:
+        return None
     text = (source.decode("utf-8", "replace") if isinstance(source, bytes) else source).strip()
     if not text or "\n" in text or text[0] in "{[":
         return None
@@ -267,6 +272,9 @@ def _file_name(source: object) -> str | None:
     return None
 
 
+#: How a JSON object or array starts: text that does is no file name.
+_JSON_OPENS: Final = ("{", "[")
+_JSON_OPENS_BYTES: Final = (b"{", b"[")
 _READ_IT: Final = "to read the file, pass open({name!r}, 'rb'), or read its streams with sf.read_recordings({name!r})"
 
 

@@ -165,9 +165,9 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     """The lines of a JSON-lines ``source`` for the machine: a bytes or str blob, a file, or an iterable of lines.
 
     Here a ``str`` is the text itself (``sf.assemble_jsonl`` takes content), split at LF only:
-    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends; a blob is split a slice at a
-    time (:func:`line_batches`). The BOM rule holds for every source: blobs, files, and the first of an
-    iterable of lines.
+    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends; a blob of a batch or less is
+    split at once, a longer one a slice at a time (:func:`line_batches`), each by the same split. The BOM rule
+    holds for every source: blobs, files, and the first of an iterable of lines.
     """
     if isinstance(source, (bytes, str, bytearray, memoryview)):
         blob = source if isinstance(source, (bytes, str)) else bytes(source)

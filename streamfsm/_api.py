@@ -251,13 +251,21 @@ def _file_name(source: object) -> str | None:
     """The file name ``source`` was likely meant as, for :func:`assemble_jsonl` and :func:`validate_jsonl`, which
     take content: a path object (refused here: ``TypeError``), or a short ``str``/``bytes`` of one line that is
     not a JSON object and names a file that exists or ends as a recording's name does. ``None`` otherwise."""
-    if isinstance(source, os.PathLike):
-        name = os.fsdecode(source)
-        raise TypeError(
-            "a JSON-lines source is the lines themselves (bytes, str, a file object or an iterable of lines), not "
-            f"a path: {_READ_IT.format(name=name)}"
-        )
-    if not isinstance(source, (str, bytes)) or len(source) > _NAME_MAX:
+    if type(source) is not bytes and type(source) is not str:  # bytes and text skip the ABC's (slow) check
+        if isinstance(source, os.PathLike):
+            name = os.fsdecode(source)
+            raise TypeError(
+                "a JSON-lines source is the lines themselves (bytes, str, a file object or an iterable of lines), "
+                f"not a path: {_READ_IT.format(name=name)}"
+            )
+        if not isinstance(source, (str, bytes)):
+            return None
+    if len(source) > _NAME_MAX:
+        return None
+    # JSON text, the usual case, is told by its first character, with nothing decoded or copied (the ASCII
+    # whitespace bytes.lstrip skips is whitespace to str.strip too: the rule below decides the same).
+    first = source.lstrip()[:1]
+    if first and (first in b"{[" if isinstance(first, bytes) else first in "{["):
         return None
     text = (source.decode("utf-8", "replace") if isinstance(source, bytes) else source).strip()
     if not text or "\n" in text or text[0] in "{[":

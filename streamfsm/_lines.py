@@ -165,12 +165,15 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     """The lines of a JSON-lines ``source`` for the machine: a bytes or str blob, a file, or an iterable of lines.
 
     Here a ``str`` is the text itself (``sf.assemble_jsonl`` takes content), split at LF only:
-    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends; a blob is split a slice at a
-    time (:func:`line_batches`). The BOM rule holds for every source: blobs, files, and the first of an
-    iterable of lines.
+    ``str.splitlines`` would also split inside JSON strings at U+2028 and friends; a blob of a batch or less is
+    split at once, a longer one a slice at a time (:func:`line_batches`), each by the same split. The BOM rule
+    holds for every source: blobs, files, and the first of an iterable of lines.
     """
     if isinstance(source, (bytes, str, bytearray, memoryview)):
-        return chain.from_iterable(line_batches(source if isinstance(source, (bytes, str)) else bytes(source)))
+        blob = source if isinstance(source, (bytes, str)) else bytes(source)
+        if len(blob) <= _BATCH_SIZE:  # a stream's worth, usually: its one split, with no generator to run
+            return iter(_split_rest(blob, _after_bom(blob)))
+        return chain.from_iterable(line_batches(blob))
     if isinstance(source, (io.IOBase, io.TextIOBase)):
         return without_bom(source, "\ufeff" if isinstance(source, io.TextIOBase) else BOM)
     return _without_any_bom(iter(source))  # type: ignore[call-overload]
@@ -178,6 +181,21 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
 
 #: About how many bytes (or characters) of a blob :func:`line_batches` splits at a time.
 _BATCH_SIZE: Final = 1 << 18
+
+
+def _after_bom(blob: bytes | str) -> int:
+    """Where a blob's content starts: after its byte order mark, if it starts with one."""
+    if isinstance(blob, str):
+        return 1 if blob.startswith("\ufeff") else 0
+    return len(BOM) if blob.startswith(BOM) else 0
+
+
+def _split_rest(blob: Any, start: int) -> list[Any]:
+    """The lines of ``blob`` from ``start`` to its end, in one split (no copy of a blob from its start)."""
+    lines: list[Any] = (blob[start:] if start else blob).split("\n" if isinstance(blob, str) else b"\n")
+    if not lines[-1]:
+        lines.pop()  # the LF that ends the last line starts no line after it (an empty rest: no line)
+    return lines
 
 
 def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
@@ -190,15 +208,11 @@ def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
     line without an LF is a line.
     """
     newline: Any = "\n" if isinstance(blob, str) else b"\n"
-    bom: Any = "\ufeff" if isinstance(blob, str) else BOM
-    start = len(bom) if blob.startswith(bom) else 0
+    start = _after_bom(blob)
     end = len(blob)
     while start < end:
         if end - start <= _BATCH_SIZE:  # the rest, in one split
-            lines = (blob[start:] if start else blob).split(newline)
-            if not lines[-1]:
-                lines.pop()  # the LF that ends the last line starts no line after it
-            yield lines
+            yield _split_rest(blob, start)
             return
         stop = blob.rfind(newline, start, start + _BATCH_SIZE)
         if stop < 0:  # no LF in reach: one long line (or the last one)

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import streamfsm as sf
 from streamfsm import _cli
+from streamfsm._api import _RECORDING_ENDS, _file_name
 
 from ..cli_support import jsonl
 from ..data import PROVIDER_STREAMS, SEED_CHUNKS
@@ -63,6 +67,23 @@ def test_text_that_is_no_file_name_keeps_the_plain_message(text: str) -> None:
     with pytest.raises(sf.LlmError) as info:
         sf.assemble_jsonl(text)
     assert info.value.code == E.INVALID_CHUNK and "file name" not in info.value.message
+
+
+def _reads_like_a_file_name(source: str | bytes) -> str | None:
+    """The rule of a file name given as JSON lines, as the entry points' docstrings say it, decoded and stripped."""
+    text = (source.decode("utf-8", "replace") if isinstance(source, bytes) else source).strip()
+    if not text or "\n" in text or text[0] in "{[":
+        return None
+    return text if text.endswith(_RECORDING_ENDS) or os.path.isfile(text) else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=" \t\r\n\x0b\x0c\x1c\x85\xa0\u2028\u3000{[ab.jsonlgz\ufeff\xff", max_size=24), st.booleans())
+def test_json_text_is_told_from_a_file_name_by_the_rule_however_it_starts(text: str, as_bytes: bool) -> None:
+    """Whatever whitespace comes first (ASCII or not), text that opens an object or array is no file name: the
+    entry points decide as the rule does, with or without decoding the text."""
+    source: str | bytes = text.encode() if as_bytes else text
+    assert _file_name(source) == _reads_like_a_file_name(source)
 
 
 def test_a_file_name_on_a_later_line_is_not_taken_for_one() -> None:

@@ -439,7 +439,8 @@ def test_an_unknown_format_name_and_an_unreadable_path_are_clear_errors(tmp_path
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab \r\n\ufeff", max_size=60), st.integers(1, 12), st.booleans())
 def test_line_batches_are_the_lines_of_the_blob(text: str, size: int, as_bytes: bool) -> None:
-    """Every batch size gives the lines of one split at LF: the BOM at the start dropped, no empty last line."""
+    """Every batch size gives the lines of one split at LF: the BOM at the start dropped, no empty last line; and
+    so does iter_lines, whether the blob is within one batch or not."""
     from streamfsm import _lines
 
     blob: Any = text.encode() if as_bytes else text
@@ -452,10 +453,14 @@ def test_line_batches_are_the_lines_of_the_blob(text: str, size: int, as_bytes: 
     _lines._BATCH_SIZE = size
     try:
         batches = list(_lines.line_batches(blob))
+        # iter_lines: a blob within a batch in one split, a longer one by the batches; bytes of any kind alike
+        kinds = [blob, bytearray(blob), memoryview(blob)] if as_bytes else [blob]
+        whole = [list(_lines.iter_lines(b)) for b in kinds]
     finally:
         _lines._BATCH_SIZE = original
     assert [line for batch in batches for line in batch] == expected
     assert all(batches)
+    assert all(lines == expected for lines in whole)
 
 
 @pytest.mark.parametrize("blank", [b"", b"  ", b"\r"])

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Final, TypeAlias
 
 import orjson
 
+from ._bodies import GEMINI_FIELDS, body_format, whole_document
 from ._chunk_rows import ROW_TYPES
 from ._errors import LlmError
-from ._lines import BLANK, bounded_lines, without_bom
+from ._lines import Lines, bounded_lines, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
 
@@ -37,8 +38,6 @@ __all__ = [
     "READERS",
     "ROW_SHOWN",
     "Entry",
-    "Lines",
-    "Numbered",
     "RecordedChunks",
     "RecordedStream",
     "RecordingSource",
@@ -103,8 +102,6 @@ _COHERE_EVENTS: Final = frozenset(
         "debug",
     }
 )
-#: The fields of a Gemini ``GenerateContentResponse`` chunk, any of which tells one.
-_GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback", "responseId")
 #: The events of a Bedrock ``ConverseStream`` (each an object of one key, the event's name; an exception event's
 #: name ends in ``Exception``).
 _BEDROCK_EVENTS: Final = frozenset(
@@ -366,31 +363,6 @@ def raw_lines(source: RecordingSource) -> Iterator[bytes]:
     yield from without_bom(bounded_lines(source))
 
 
-class Numbered:
-    """``(line number, line)`` of the lines that hold more than JSON whitespace.
-
-    An iterator, not a generator: it keeps no reference to the line it gave (a generator's frame would hold a
-    long line while its chunk is checked).
-    """
-
-    __slots__ = ("_lines", "_number")
-
-    def __init__(self, lines: Iterable[bytes]) -> None:
-        self._lines = iter(lines)
-        self._number = 0
-
-    def __iter__(self) -> Numbered:
-        return self
-
-    def __next__(self) -> tuple[int, bytes]:
-        while True:
-            raw = next(self._lines)
-            self._number += 1
-            # A line with content mostly starts with it: only a line that starts blank is stripped (a copy).
-            if raw and (raw[0] not in BLANK or raw.strip(BLANK)):
-                return self._number, raw
-
-
 #: How much of a line that is not JSON a report quotes: a file that is not a recording (a folder's link to
 #: ``~/.env``, say) is not echoed past this short prefix, escaped where it is shown.
 NOT_JSON_SHOWN: Final = 16
@@ -409,39 +381,6 @@ def invalid_line(raw: bytes, reason: str, what: str = "line is not JSON", shown:
 # -- formats ----------------------------------------------------------------------------------------
 
 
-class Lines:
-    """The lines of a source with the first ones read ahead (to tell the format) and given back in order."""
-
-    def __init__(self, lines: Iterator[bytes]) -> None:
-        self._source = lines
-        self.ahead: list[bytes] = []
-
-    def peek(self, count: int) -> list[bytes]:
-        while len(self.ahead) < count:
-            line = next(self._source, None)
-            if line is None:
-                break
-            self.ahead.append(line)
-        return self.ahead
-
-    def first_content(self) -> bytes:
-        """The first line with more than whitespace (stripped), or ``b""``."""
-        i = 0
-        while True:
-            ahead = self.peek(i + 1)
-            if i >= len(ahead):
-                return b""
-            stripped = ahead[i].strip(BLANK)
-            if stripped:
-                return stripped
-            i += 1
-
-    def __iter__(self) -> Iterator[bytes]:
-        ahead, self.ahead = self.ahead, []
-        yield from ahead
-        yield from self._source
-
-
 def _is_session_record(record: dict[str, Any]) -> bool:
     """A session log's line: its header, a packed row, or an event (``x/y`` type with ``seq`` and ``data``)."""
     kind = record.get("type")
@@ -451,8 +390,6 @@ def _is_session_record(record: dict[str, Any]) -> bool:
 
 
 def detect(lines: Lines) -> str:
-    from ._bodies import body_format, whole_document  # it reads this module's lines and fields
-
     first = lines.first_content()
     if first.startswith(b"{"):
         try:
@@ -490,7 +427,7 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     if event.get("object") in _OPENAI_OBJECTS or "choices" in event:
         return "openai-sse"
     if kind is None:
-        if any(key in event for key in _GEMINI_FIELDS):
+        if any(key in event for key in GEMINI_FIELDS):
             return "gemini"
         if len(event) == 1:
             (name,) = event

@@ -49,12 +49,21 @@ __all__ = [
     "stop_reason",
     "string",
     "sync_or_async",
+    "wire_object",
 ]
 
 
 def malformed(message: str) -> LlmError:
     """A provider sent something that is not its documented format."""
     return LlmError(message, ErrorCode.MALFORMED_RESPONSE)
+
+
+def wire_object(value: object, what: str) -> Mapping[str, Any]:
+    """``value``, which the wire API says is an object (``what`` names it), or ``MALFORMED_RESPONSE`` saying what
+    it is instead."""
+    if not isinstance(value, Mapping):
+        raise malformed(f"{what} must be an object, got {type(value).__name__}")
+    return value
 
 
 def another_turn(what: str, reader: str) -> LlmError:

@@ -24,6 +24,7 @@ from .convert import (
     ended_turn,
     is_position,
     malformed,
+    stop_or_calls,
     stop_reason,
     sync_or_async,
     wire_object,
@@ -318,9 +319,7 @@ class CohereConverter:
         if self.ended:
             return []
         self.ended = True
-        finish = stop_reason(self.reason, _FINISH, "finish_reason", "message-end")
-        if finish["kind"] == "stop" and self.calls:
-            finish = {"kind": "tool-calls"}  # the turn asks for client tool calls, whatever the reason says
+        finish = stop_or_calls(stop_reason(self.reason, _FINISH, "finish_reason", "message-end"), self.calls)
         out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper
         for kind, at, item in self.kept:

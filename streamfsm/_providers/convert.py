@@ -46,6 +46,7 @@ __all__ = [
     "malformed",
     "non_negative_int",
     "refuse_empty",
+    "stop_or_calls",
     "stop_reason",
     "string",
     "sync_or_async",
@@ -152,6 +153,14 @@ def finish_reason(reason: str, known: Mapping[str, WireFinishReason], field: str
         shown = clip(reason, 200)
         failure: WireFailure = {"message": f"the provider stopped with {field} {shown!r}", "code": reason.upper()}
         finish = {"kind": "error", "failure": failure}
+    return finish
+
+
+def stop_or_calls(finish: WireFinishReason, calls: object) -> WireFinishReason:
+    """A turn's finish as its client tool calls say: ``tool-calls`` when the provider said ``stop`` and the turn asks
+    for any (``calls``: true when it does), whatever the stop reason says; any other finish as it is."""
+    if finish["kind"] == "stop" and calls:
+        return {"kind": "tool-calls"}
     return finish
 
 

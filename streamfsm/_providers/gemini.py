@@ -43,6 +43,7 @@ from .convert import (
     convert,
     malformed,
     non_negative_int,
+    stop_or_calls,
     sync_or_async,
     wire_object,
 )
@@ -419,7 +420,7 @@ class GeminiConverter:
         if reason is None:
             raise LlmError("the stream ended without a finishReason", ErrorCode.STREAM_CLOSED)
         if reason == "STOP":
-            return {"kind": "tool-calls"} if self.calls else {"kind": "stop"}
+            return stop_or_calls({"kind": "stop"}, self.calls)
         if reason == "MAX_TOKENS":
             return {"kind": "max-tokens"}
         message = f"the provider stopped with finishReason {clip(reason, 200)!r}"

@@ -29,6 +29,7 @@ from ._errors import LlmError
 from ._lines import Lines, bounded_lines, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
+from ._wire_apis import WIRE_APIS, wire_api
 
 __all__ = [
     "ECHO_BYTES",
@@ -55,18 +56,10 @@ __all__ = [
 #: What a recording is read from: a path, bytes, or a binary or text file object.
 RecordingSource: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | IO[str]"
 
-#: The formats ``format=`` names; ``auto`` tells the others apart by their first lines.
-FORMATS: Final = (
-    "auto",
-    "jsonl",
-    "harness-session",
-    "openai-sse",
-    "anthropic-sse",
-    "openai-responses",
-    "gemini",
-    "bedrock",
-    "cohere",
-)
+#: The formats ``format=`` names: ``auto`` (tells the others apart by their first lines), ``jsonl``,
+#: ``harness-session``, then each wire API's (``openai-sse``, ``anthropic-sse``, ``openai-responses``, ``gemini``,
+#: ``bedrock``, ``cohere``: ``_wire_apis.WIRE_APIS``).
+FORMATS: Final = ("auto", "jsonl", "harness-session", *(api.format for api in WIRE_APIS))
 #: The formats of a provider's stream (an SSE body, or its events as JSON lines), read through its converter.
 PROVIDER_FORMATS: Final = FORMATS[3:]
 
@@ -436,13 +429,10 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     return None
 
 
-#: The SDK packages whose stream objects a converter takes (the module a type comes from, its start), and the format.
-_SDK_FORMATS: Final = (
-    ("openai.types.responses", "openai-responses"),
-    ("openai.", "openai-sse"),
-    ("anthropic.", "anthropic-sse"),
-    ("google.genai.", "gemini"),
-    ("cohere.", "cohere"),
+#: The SDK packages whose stream objects a converter takes (the module a type comes from, its start), and the format;
+#: the longest first (``openai.types.responses`` before ``openai.``).
+_SDK_FORMATS: Final = sorted(
+    ((prefix, api.format) for api in WIRE_APIS for prefix in api.sdk), key=lambda row: len(row[0]), reverse=True
 )
 
 
@@ -471,9 +461,11 @@ def converter_hint(chunk: object) -> str:
     fmt = event_format(chunk)
     if fmt is None:
         return ""
-    converter, who = READERS[fmt]
-    api = {"openai-sse": "OpenAI chat completions", "openai-responses": "OpenAI Responses"}.get(fmt, who)
-    return f"; it is an event of the {api} wire API, not a block-protocol chunk: convert them with sf.{converter}(...)"
+    api = wire_api(fmt)
+    return (
+        f"; it is an event of the {api.title} wire API, not a block-protocol chunk: convert them with "
+        f"sf.{api.reader}(...)"
+    )
 
 
 def detect_format(source: RecordingSource) -> str:
@@ -530,11 +522,4 @@ def _sse_provider(lines: list[bytes]) -> str | None:
 
 
 #: Per provider format: the converter (by name, in ``streamfsm._providers``) and the provider's name in messages.
-READERS: Final = {
-    "openai-sse": ("from_openai_chunks", "OpenAI"),
-    "anthropic-sse": ("from_anthropic_events", "Anthropic"),
-    "openai-responses": ("from_openai_responses_events", "OpenAI Responses"),
-    "gemini": ("from_gemini_chunks", "Gemini"),
-    "bedrock": ("from_bedrock_events", "Bedrock"),
-    "cohere": ("from_cohere_events", "Cohere"),
-}
+READERS: Final = {api.format: (api.reader, api.who) for api in WIRE_APIS}

@@ -21,8 +21,8 @@ reached. One turn:
    the run gets one of the loop's own (``_attempt.py``).
 
 Where the rest lives: declaring tools in ``_tools.py``, running one call in ``_tool_calls.py``, retry and
-limits in ``_retry.py``, hooks, metrics and log records in ``_observe.py`` (a turn's meter rolls up into the
-run's when the turn closes).
+limits in ``_retry.py``, metrics in ``_observe.py`` (a turn's meter rolls up into the run's when the turn
+closes), hooks and each request's log records in ``_run_log.py``, what a tracer is told in ``_trace.py``.
 
 Stopping. Everything the run waits on is a task it owns (producer, tools, back-off sleep), so stopping is
 one synchronous step, :meth:`AgentRun._stop`: record the cause, abort the signal handed to the adapter,

@@ -23,7 +23,7 @@ def test_every_row_names_public_functions_and_classes() -> None:
 
 
 def test_the_formats_are_the_rows() -> None:
-    assert sf.FORMATS == ("auto", "jsonl", "harness-session", *FORMATS)
+    assert ("auto", "jsonl", "harness-session", *FORMATS) == sf.FORMATS
     assert get_args(Api) == FORMATS  # checked(api=...) names a wire API as its recordings do
 
 

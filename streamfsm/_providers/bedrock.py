@@ -21,18 +21,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import (
-    closing,
-    convert,
-    count,
-    ended_turn,
-    is_position,
-    malformed,
-    stop_or_calls,
-    stop_reason,
-    string,
-    sync_or_async,
-)
+from .convert import closing, convert, count, ended_turn, is_position, malformed, stop_reason, string, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -440,7 +429,7 @@ class BedrockConverter:
         if self.ended:
             return []
         self.ended = True
-        finish = stop_or_calls(stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop"), self.calls)
+        finish = stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop", self.calls)
         out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper
         for kept in self.kept:

@@ -35,6 +35,7 @@ __all__ = [
     "another_turn",
     "answer",
     "as_event",
+    "as_object",
     "body_chunks",
     "closing",
     "convert",
@@ -50,7 +51,6 @@ __all__ = [
     "stop_reason",
     "string",
     "sync_or_async",
-    "wire_object",
 ]
 
 
@@ -59,7 +59,7 @@ def malformed(message: str) -> LlmError:
     return LlmError(message, ErrorCode.MALFORMED_RESPONSE)
 
 
-def wire_object(value: object, what: str) -> Mapping[str, Any]:
+def as_object(value: object, what: str) -> Mapping[str, Any]:
     """``value``, which the wire API says is an object (``what`` names it), or ``MALFORMED_RESPONSE`` saying what
     it is instead."""
     if not isinstance(value, Mapping):
@@ -123,14 +123,19 @@ def string(value: object, what: str) -> str:
 
 
 def stop_reason(
-    reason: str | None, known: Mapping[str, WireFinishReason], field: str, carrier: str | None = None
+    reason: str | None,
+    known: Mapping[str, WireFinishReason],
+    field: str,
+    carrier: str | None = None,
+    calls: object = False,
 ) -> WireFinishReason:
     """The finish of a turn whose input is over (the opening of every converter's ``end``): ``STREAM_CLOSED`` when
     no stop reason came (``field``: the provider's name for it; ``carrier``: the event that brings it, when the
-    message names that instead), else :func:`finish_reason`."""
+    message names that instead), else :func:`finish_reason`, as :func:`stop_or_calls` reads it when the API's stop
+    reason does not say that the turn asks for client tool calls (``calls``: true when it does)."""
     if reason is None:
         raise LlmError(f"the stream ended without a {carrier or field}", ErrorCode.STREAM_CLOSED)
-    return finish_reason(reason, known, field)
+    return stop_or_calls(finish_reason(reason, known, field), calls)
 
 
 def refuse_empty(finish: WireFinishReason, empty: bool) -> None:

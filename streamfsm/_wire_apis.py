@@ -2,7 +2,7 @@
 which public functions and classes serve it, how its SDK's objects and its OpenTelemetry provider are named.
 
 Core, as ``_recordings.py`` is: a row names the provider layer's functions and classes (``streamfsm/_providers/``)
-by their names, so that the core imports nothing of it. The lists that were once written per API are read from
+by their names, so that the core imports nothing of it. The lists of wire APIs are read from
 :data:`WIRE_APIS`: the formats (``streamfsm.FORMATS``) and their readers (``_recordings.READERS``), the SDK object
 whose type tells its API, the hint that names a converter, ``streamfsm.otel.PROVIDER_NAMES``. What must hold a
 function itself (``_providers/turns.TURN_APIS``, the body readers of ``_providers/recorded.py``, the ``api=`` names

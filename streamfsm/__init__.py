@@ -135,7 +135,6 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._models import ToolCallBlock as ToolCallBlock
     from ._models import Usage as Usage
     from ._models import kept_blocks as kept_blocks
-    from ._observe import Hooks as Hooks
     from ._observe import StreamMetrics as StreamMetrics
     from ._probe import CaseRun as CaseRun
     from ._probe import ProbeReport as ProbeReport
@@ -184,6 +183,7 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._recordings import detect_format as detect_format
     from ._retry import AgentLimits as AgentLimits
     from ._retry import RetryPolicy as RetryPolicy
+    from ._run_log import Hooks as Hooks
     from ._shape import InvalidLine as InvalidLine
     from ._tools import Tool as Tool
     from ._tools import ToolError as ToolError

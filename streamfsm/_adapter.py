@@ -21,11 +21,11 @@ from ._api import aclose_upstream, avalidate
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, SafetyCheck, StreamResult, TextBlock, ToolCallBlock, WireModel
-from ._observe import IN_RUN, instrumentation
 from ._wire import StreamChunk
 
 __all__ = [
     "APP_IDENTITY",
+    "IN_RUN",
     "OPTIONAL_FIELDS",
     "AppIdentity",
     "AssistantMessage",
@@ -36,12 +36,15 @@ __all__ = [
     "ModelReasoningInfo",
     "ProviderInfo",
     "ReasoningEffortInfo",
+    "StreamTracer",
     "ToolResultMessage",
     "ToolSchema",
     "UserMessage",
     "attribution_headers",
     "check_model_info",
     "resolve_reasoning_effort",
+    "set_tracer",
+    "tracer",
 ]
 
 
@@ -350,10 +353,10 @@ class LlmAdapter(abc.ABC):
         in force (:mod:`streamfsm.otel`) traces the stream.
         """
         chunks = self._checked(options, policy, limits)
-        instrumented = instrumentation()
-        if instrumented is None or IN_RUN.get():
+        traced = _tracer
+        if traced is None or IN_RUN.get():
             return chunks
-        return instrumented.stream(self, options, chunks)
+        return traced.stream(self, options, chunks)
 
     async def _checked(
         self, options: GenerateOptions, policy: Policy | str | None, limits: Limits | None
@@ -386,3 +389,37 @@ class LlmAdapter(abc.ABC):
     def _redacted(self, error: LlmError) -> LlmError:
         """``error`` with this adapter's secrets taken out (an adapter with credentials says which they are)."""
         return error
+
+
+# --- Tracing ----------------------------------------------------------------------------------------
+
+
+class StreamTracer(abc.ABC):
+    """What traces bare adapter streams (:meth:`LlmAdapter.generate` called outside an agent run); the agent
+    layer's instrumentation (``streamfsm._trace.Instrumentation``) is one that follows runs too."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def stream(
+        self, adapter: LlmAdapter, options: GenerateOptions, chunks: AsyncIterator[StreamChunk]
+    ) -> AsyncIterator[StreamChunk]:
+        """A bare adapter stream: ``chunks`` (checked by the machine unless ``policy=None``) as its caller gets
+        them."""
+
+
+_tracer: StreamTracer | None = None
+
+#: Set in a run's producer task: an adapter stream there is the run's request, traced by the run, not on its own.
+IN_RUN: ContextVar[bool] = ContextVar("streamfsm_in_run", default=False)
+
+
+def tracer() -> StreamTracer | None:
+    """The tracer in force (None: nothing is traced)."""
+    return _tracer
+
+
+def set_tracer(value: StreamTracer | None) -> None:
+    """Put ``value`` in force for streams and runs that start from now on (None: trace nothing)."""
+    global _tracer
+    _tracer = value

@@ -21,8 +21,8 @@ reached. One turn:
    the run gets one of the loop's own (``_attempt.py``).
 
 Where the rest lives: declaring tools in ``_tools.py``, running one call in ``_tool_calls.py``, retry and
-limits in ``_retry.py``, hooks, metrics and log records in ``_observe.py`` (a turn's meter rolls up into the
-run's when the turn closes).
+limits in ``_retry.py``, metrics in ``_observe.py`` (a turn's meter rolls up into the run's when the turn
+closes), hooks and each request's log records in ``_run_log.py``, what a tracer is told in ``_trace.py``.
 
 Stopping. Everything the run waits on is a task it owns (producer, tools, back-off sleep), so stopping is
 one synchronous step, :meth:`AgentRun._stop`: record the cause, abort the signal handed to the adapter,
@@ -46,18 +46,20 @@ from typing import Any, cast
 from pydantic import TypeAdapter
 
 from ._abort import AbortController, AbortSignal
-from ._adapter import GenerateOptions, LlmAdapter, Message, UserMessage
+from ._adapter import IN_RUN, GenerateOptions, LlmAdapter, Message, UserMessage
 from ._attempt import Attempt, finish_error
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._flat import DoneChunk, DoneReason, ErrorChunk, TextChunk, ToolCallChunk, done_reason
 from ._models import ToolCallBlock
-from ._observe import IN_RUN, LOGGER, Flat, Hooks, Logger, Meter, RunLog, StreamMetrics, instrumentation
+from ._observe import LOGGER, Flat, Logger, Meter, StreamMetrics
 from ._quote import quote
 from ._retry import AgentLimits, RetryPolicy, TextBudget, over_token_budget, timed_out
+from ._run_log import Hooks, RunLog
 from ._tool_calls import Acknowledge, ToolRunner
 from ._tool_phase import ToolPhase
 from ._tools import Tool
+from ._trace import instrumentation
 
 __all__ = ["AgentLoop", "AgentRun"]
 
@@ -279,7 +281,9 @@ class AgentRun:
         self._meter.start = agent.clock()  # the run starts when its first chunk is asked for, not when made
         instrumented = instrumentation()
         if instrumented is not None:
-            self._log.trace = self._tools.trace = instrumented.run(agent, agent.clock)
+            self._log.trace = self._tools.trace = instrumented.run(
+                agent.adapter, agent.options, agent.name, agent.clock
+            )
         handles: list[asyncio.TimerHandle] = []
         remove: Callable[[], None] | None = None
         if signal is not None:

@@ -3,21 +3,22 @@ pretty-printed over several), told apart from a stream by its fields.
 
 Core, as ``_recordings.py`` is: it knows each wire API's body only by its fields (the readers are
 ``streamfsm/_providers/*_body.py``); ``_recordings.detect`` tells a body's format with it, and the one reader
-(``_reader.py``) reads a body as the one stream it stands for. (It imports ``_recordings.py``, which imports it
-only where it tells a format.)
+(``_reader.py``) reads a body as the one stream it stands for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
-from ._lines import BLANK, MAX_LINE_BYTES
-from ._recordings import _GEMINI_FIELDS, Lines, Numbered
+from ._lines import BLANK, MAX_LINE_BYTES, Lines, Numbered
 
-__all__ = ["body_format", "recorded_bodies", "whole_document"]
+__all__ = ["GEMINI_FIELDS", "body_format", "recorded_bodies", "whole_document"]
+
+#: The fields of a Gemini ``GenerateContentResponse`` (an answer, or a chunk of its stream), any of which tells one.
+GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback", "responseId")
 
 
 def body_format(record: Mapping[str, Any]) -> str | None:
@@ -42,7 +43,7 @@ def body_format(record: Mapping[str, Any]) -> str | None:
         return "bedrock"
     if kind is None and isinstance(record.get("message"), Mapping) and "finish_reason" in record:
         return "cohere"
-    if kind is None and any(key in record for key in _GEMINI_FIELDS):
+    if kind is None and any(key in record for key in GEMINI_FIELDS):
         return "gemini"
     return None
 

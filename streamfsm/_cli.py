@@ -42,6 +42,8 @@ from ._cli_report import (
     EXIT_USAGE,
     Style,
     Summary,
+    color_option,
+    complain,
     file_json,
     format_report,
     format_summary,
@@ -83,18 +85,14 @@ def _say(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
-def _complain(text: str) -> None:
-    sys.stderr.write(f"streamfsm: {printable(text)}\n")
-
-
 def _check(args: argparse.Namespace) -> int:
     inputs = named_files(args.paths, follow_links=args.follow_links)
     for item in inputs:
         if item.skipped is not None:
-            _complain(f"{item.path}: {item.skipped}")
+            complain(f"{item.path}: {item.skipped}")
     inputs = [i for i in inputs if i.skipped is None]
     if sum(1 for i in inputs if i.path == STDIN) > 1:
-        _complain("error: '-' (standard input) given more than once")
+        complain("error: '-' (standard input) given more than once")
         return EXIT_USAGE
     policy = Policy(args.policy)
     color = wants_color(args.color, sys.stdout)
@@ -115,7 +113,7 @@ def _check(args: argparse.Namespace) -> int:
                 if bar is not None:
                     bar.advance(report.path)
     except SchedulerError as exc:
-        _complain(f"error: {exc}")
+        complain(f"error: {exc}")
         return EXIT_USAGE
     summary.seconds = time.perf_counter() - started
     if args.json:
@@ -149,7 +147,7 @@ def _print_file(
     if args.json and not count:  # a file that holds no stream, or could not be read, still has its object
         _say(json_text(file_json(report)))
     if report.error is not None:
-        _complain(f"{report.path}: {report.error}")
+        complain(f"{report.path}: {report.error}")
     elif not count and args.show_ok and not args.json:
         _say(f"{style(printable(report.path), 'bold')}: {style('no streams recorded', 'dim')}")
         shown = True
@@ -159,7 +157,7 @@ def _print_file(
 def _assemble(args: argparse.Namespace) -> int:
     path = args.path
     if path != STDIN and os.path.isdir(path):
-        _complain(f"error: {path} is a folder: assemble reads one recording")
+        complain(f"error: {path} is a folder: assemble reads one recording")
         return EXIT_USAGE
     policy = Policy(args.policy)
     if path == STDIN:
@@ -167,12 +165,12 @@ def _assemble(args: argparse.Namespace) -> int:
     else:
         report = check_file(path, args.format, policy, results=True)
     if report.error is not None:
-        _complain(f"{report.path}: {report.error}")
+        complain(f"{report.path}: {report.error}")
         return EXIT_USAGE
     pairs = list(zip(report.streams, report.results or [], strict=True))
     if args.stream is not None:
         if not 0 <= args.stream < len(pairs):
-            _complain(f"error: {path} records {plural(len(pairs), 'stream')}; there is no stream {args.stream}")
+            complain(f"error: {path} records {plural(len(pairs), 'stream')}; there is no stream {args.stream}")
             return EXIT_USAGE
         pairs = [pairs[args.stream]]
     style = Style(wants_color(args.color, sys.stderr))
@@ -222,15 +220,6 @@ def _format_option(parser: argparse.ArgumentParser) -> None:
         choices=FORMATS,
         default="auto",
         help="how the recordings are written; auto tells them apart by their first lines (default)",
-    )
-
-
-def _color_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="colour the output: auto (on a terminal, the default), always or never; NO_COLOR turns it off",
     )
 
 
@@ -352,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"
     )
-    _color_option(check)
+    color_option(check)
     check.set_defaults(run=_check)
 
     assemble = commands.add_parser(
@@ -374,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the N-th stream (0-based): of a session log, or turn of a provider recording",
     )
     assemble.add_argument("--compact", action="store_true", help="one line per stream instead of indented JSON")
-    _color_option(assemble)
+    color_option(assemble)
     assemble.set_defaults(run=_assemble)
 
     draw = commands.add_parser(
@@ -417,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _startup.release()  # from here on, KeyboardInterrupt, as usual
         return _main(argv)
     except KeyboardInterrupt:
-        _complain("interrupted")
+        complain("interrupted")
         return EXIT_INTERRUPTED
 
 

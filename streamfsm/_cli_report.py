@@ -14,9 +14,12 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import orjson
+
+if TYPE_CHECKING:
+    import argparse
 
 from ._check import (
     UNSAFE,
@@ -36,6 +39,8 @@ __all__ = [
     "EXIT_USAGE",
     "Style",
     "Summary",
+    "color_option",
+    "complain",
     "file_json",
     "format_report",
     "format_summary",
@@ -80,6 +85,21 @@ class Style:
             return text
         codes = ";".join(self._CODES[s] for s in styles)
         return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+def complain(text: str) -> None:
+    """Say ``text`` on standard error, as the command's own line (``streamfsm: ...``), its unsafe characters escaped."""
+    sys.stderr.write(f"streamfsm: {printable(text)}\n")
+
+
+def color_option(parser: argparse.ArgumentParser) -> None:
+    """Give a command the ``--color`` option (:func:`wants_color` reads it)."""
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the output: auto (on a terminal, the default), always or never; NO_COLOR turns it off",
+    )
 
 
 def wants_color(choice: str, stream: IO[str]) -> bool:

@@ -9,6 +9,8 @@
 
 Files are read a block at a time and split in C (:func:`bounded_lines`); a blob in memory a slice at a time
 (:func:`line_batches`); :func:`iter_lines` gives the lines of any JSON-lines source for the machine.
+:class:`Lines` reads a source's first lines ahead (to tell its format) and gives them back in order;
+:class:`Numbered` numbers the lines that hold content.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ __all__ = [
     "BOM",
     "MAX_LINE_BYTES",
     "LineTooLong",
+    "Lines",
+    "Numbered",
     "bounded_lines",
     "iter_lines",
     "line_batches",
@@ -221,3 +225,61 @@ def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
         else:
             yield blob[start:stop].split(newline)
         start = end if stop < 0 else stop + 1
+
+
+class Numbered:
+    """``(line number, line)`` of the lines that hold more than JSON whitespace.
+
+    An iterator, not a generator: it keeps no reference to the line it gave (a generator's frame would hold a
+    long line while its chunk is checked).
+    """
+
+    __slots__ = ("_lines", "_number")
+
+    def __init__(self, lines: Iterable[bytes]) -> None:
+        self._lines = iter(lines)
+        self._number = 0
+
+    def __iter__(self) -> Numbered:
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        while True:
+            raw = next(self._lines)
+            self._number += 1
+            # A line with content mostly starts with it: only a line that starts blank is stripped (a copy).
+            if raw and (raw[0] not in BLANK or raw.strip(BLANK)):
+                return self._number, raw
+
+
+class Lines:
+    """The lines of a source with the first ones read ahead (to tell the format) and given back in order."""
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self._source = lines
+        self.ahead: list[bytes] = []
+
+    def peek(self, count: int) -> list[bytes]:
+        while len(self.ahead) < count:
+            line = next(self._source, None)
+            if line is None:
+                break
+            self.ahead.append(line)
+        return self.ahead
+
+    def first_content(self) -> bytes:
+        """The first line with more than whitespace (stripped), or ``b""``."""
+        i = 0
+        while True:
+            ahead = self.peek(i + 1)
+            if i >= len(ahead):
+                return b""
+            stripped = ahead[i].strip(BLANK)
+            if stripped:
+                return stripped
+            i += 1
+
+    def __iter__(self) -> Iterator[bytes]:
+        ahead, self.ahead = self.ahead, []
+        yield from ahead
+        yield from self._source

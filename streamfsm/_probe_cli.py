@@ -10,7 +10,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ._cli_report import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Style, is_terminal, json_text, wants_color
+from ._cli_report import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    Style,
+    color_option,
+    complain,
+    is_terminal,
+    json_text,
+    wants_color,
+)
 from ._errors import LlmError
 
 if TYPE_CHECKING:
@@ -32,7 +42,6 @@ PROBE_EXIT_HELP: Final = f"""exit status:
 
 def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
     """Add the ``probe`` subcommand to the command's subparsers."""
-    from ._cli import _color_option
     from ._probe_cases import PROBE_CASES
     from ._probe_wire import APIS
 
@@ -103,7 +112,7 @@ def add_command(commands: Any, formatter: type[argparse.HelpFormatter]) -> None:
     probe.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar (shown on a terminal)"
     )
-    _color_option(probe)
+    color_option(probe)
     probe.set_defaults(run=run)
 
 
@@ -138,22 +147,21 @@ def run(args: argparse.Namespace) -> int:
     """Run ``streamfsm probe`` with its parsed arguments; returns the exit status."""
     import asyncio
 
-    from ._cli import _complain
     from ._probe import probe
     from ._probe_report import HEADER, format_run, format_summary, junit_xml
     from ._probe_wire import WIRES
     from ._progress import progress
 
     if args.repeat < 1:
-        _complain("error: --repeat must be 1 or more")
+        complain("error: --repeat must be 1 or more")
         return EXIT_USAGE
     if not args.deadline > 0:
-        _complain("error: --deadline must be a number of seconds above 0")
+        complain("error: --deadline must be a number of seconds above 0")
         return EXIT_USAGE
     try:
         cases = _cases(args)
     except LlmError as exc:
-        _complain(f"error: {exc.message}")
+        complain(f"error: {exc.message}")
         return EXIT_USAGE
     key = os.environ.get(args.api_key_env or WIRES[args.api].key_env) or None
     style = Style(wants_color(args.color, sys.stdout))
@@ -186,10 +194,10 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
         except LlmError as exc:
-            _complain(f"error: {exc.message}")
+            complain(f"error: {exc.message}")
             return EXIT_USAGE
         except OSError as exc:  # --record DIR that cannot be written
-            _complain(f"error: {exc}")
+            complain(f"error: {exc}")
             return EXIT_USAGE
     if args.json:
         sys.stdout.write(json_text(report.to_json()) + "\n")
@@ -199,6 +207,6 @@ def run(args: argparse.Namespace) -> int:
         try:
             Path(args.junit_xml).write_text(junit_xml(report), encoding="utf-8")
         except OSError as exc:
-            _complain(f"error: cannot write {args.junit_xml}: {exc}")
+            complain(f"error: cannot write {args.junit_xml}: {exc}")
             return EXIT_USAGE
     return EXIT_OK if report.ok else EXIT_INVALID

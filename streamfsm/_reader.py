@@ -37,14 +37,12 @@ import orjson
 
 from ._bodies import recorded_bodies
 from ._chunk_rows import ROW_TYPES, SCAN_BYTES, MalformedRow, expand_row, scan_row
-from ._lines import not_json
+from ._lines import Lines, Numbered, not_json
 from ._providers.recorded import body_streams, provider_streams
 from ._recordings import (
     FORMATS,
     ROW_SHOWN,
     Entry,
-    Lines,
-    Numbered,
     RecordedChunks,
     RecordedStream,
     RecordingSource,

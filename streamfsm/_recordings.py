@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Final, TypeAlias
 
 import orjson
 
+from ._bodies import GEMINI_FIELDS, body_format, whole_document
 from ._chunk_rows import ROW_TYPES
 from ._errors import LlmError
-from ._lines import BLANK, bounded_lines, without_bom
+from ._lines import Lines, bounded_lines, without_bom
 from ._shape import InvalidLine
 from ._sources import open_binary
+from ._wire_apis import WIRE_APIS, wire_api
 
 __all__ = [
     "ECHO_BYTES",
@@ -37,8 +39,6 @@ __all__ = [
     "READERS",
     "ROW_SHOWN",
     "Entry",
-    "Lines",
-    "Numbered",
     "RecordedChunks",
     "RecordedStream",
     "RecordingSource",
@@ -56,18 +56,10 @@ __all__ = [
 #: What a recording is read from: a path, bytes, or a binary or text file object.
 RecordingSource: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | IO[str]"
 
-#: The formats ``format=`` names; ``auto`` tells the others apart by their first lines.
-FORMATS: Final = (
-    "auto",
-    "jsonl",
-    "harness-session",
-    "openai-sse",
-    "anthropic-sse",
-    "openai-responses",
-    "gemini",
-    "bedrock",
-    "cohere",
-)
+#: The formats ``format=`` names: ``auto`` (tells the others apart by their first lines), ``jsonl``,
+#: ``harness-session``, then each wire API's (``openai-sse``, ``anthropic-sse``, ``openai-responses``, ``gemini``,
+#: ``bedrock``, ``cohere``: ``_wire_apis.WIRE_APIS``).
+FORMATS: Final = ("auto", "jsonl", "harness-session", *(api.format for api in WIRE_APIS))
 #: The formats of a provider's stream (an SSE body, or its events as JSON lines), read through its converter.
 PROVIDER_FORMATS: Final = FORMATS[3:]
 
@@ -103,8 +95,6 @@ _COHERE_EVENTS: Final = frozenset(
         "debug",
     }
 )
-#: The fields of a Gemini ``GenerateContentResponse`` chunk, any of which tells one.
-_GEMINI_FIELDS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback", "responseId")
 #: The events of a Bedrock ``ConverseStream`` (each an object of one key, the event's name; an exception event's
 #: name ends in ``Exception``).
 _BEDROCK_EVENTS: Final = frozenset(
@@ -366,31 +356,6 @@ def raw_lines(source: RecordingSource) -> Iterator[bytes]:
     yield from without_bom(bounded_lines(source))
 
 
-class Numbered:
-    """``(line number, line)`` of the lines that hold more than JSON whitespace.
-
-    An iterator, not a generator: it keeps no reference to the line it gave (a generator's frame would hold a
-    long line while its chunk is checked).
-    """
-
-    __slots__ = ("_lines", "_number")
-
-    def __init__(self, lines: Iterable[bytes]) -> None:
-        self._lines = iter(lines)
-        self._number = 0
-
-    def __iter__(self) -> Numbered:
-        return self
-
-    def __next__(self) -> tuple[int, bytes]:
-        while True:
-            raw = next(self._lines)
-            self._number += 1
-            # A line with content mostly starts with it: only a line that starts blank is stripped (a copy).
-            if raw and (raw[0] not in BLANK or raw.strip(BLANK)):
-                return self._number, raw
-
-
 #: How much of a line that is not JSON a report quotes: a file that is not a recording (a folder's link to
 #: ``~/.env``, say) is not echoed past this short prefix, escaped where it is shown.
 NOT_JSON_SHOWN: Final = 16
@@ -409,39 +374,6 @@ def invalid_line(raw: bytes, reason: str, what: str = "line is not JSON", shown:
 # -- formats ----------------------------------------------------------------------------------------
 
 
-class Lines:
-    """The lines of a source with the first ones read ahead (to tell the format) and given back in order."""
-
-    def __init__(self, lines: Iterator[bytes]) -> None:
-        self._source = lines
-        self.ahead: list[bytes] = []
-
-    def peek(self, count: int) -> list[bytes]:
-        while len(self.ahead) < count:
-            line = next(self._source, None)
-            if line is None:
-                break
-            self.ahead.append(line)
-        return self.ahead
-
-    def first_content(self) -> bytes:
-        """The first line with more than whitespace (stripped), or ``b""``."""
-        i = 0
-        while True:
-            ahead = self.peek(i + 1)
-            if i >= len(ahead):
-                return b""
-            stripped = ahead[i].strip(BLANK)
-            if stripped:
-                return stripped
-            i += 1
-
-    def __iter__(self) -> Iterator[bytes]:
-        ahead, self.ahead = self.ahead, []
-        yield from ahead
-        yield from self._source
-
-
 def _is_session_record(record: dict[str, Any]) -> bool:
     """A session log's line: its header, a packed row, or an event (``x/y`` type with ``seq`` and ``data``)."""
     kind = record.get("type")
@@ -451,8 +383,6 @@ def _is_session_record(record: dict[str, Any]) -> bool:
 
 
 def detect(lines: Lines) -> str:
-    from ._bodies import body_format, whole_document  # it reads this module's lines and fields
-
     first = lines.first_content()
     if first.startswith(b"{"):
         try:
@@ -490,7 +420,7 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     if event.get("object") in _OPENAI_OBJECTS or "choices" in event:
         return "openai-sse"
     if kind is None:
-        if any(key in event for key in _GEMINI_FIELDS):
+        if any(key in event for key in GEMINI_FIELDS):
             return "gemini"
         if len(event) == 1:
             (name,) = event
@@ -499,13 +429,10 @@ def _provider_of(event: dict[str, Any]) -> str | None:
     return None
 
 
-#: The SDK packages whose stream objects a converter takes (the module a type comes from, its start), and the format.
-_SDK_FORMATS: Final = (
-    ("openai.types.responses", "openai-responses"),
-    ("openai.", "openai-sse"),
-    ("anthropic.", "anthropic-sse"),
-    ("google.genai.", "gemini"),
-    ("cohere.", "cohere"),
+#: The SDK packages whose stream objects a converter takes (the module a type comes from, its start), and the format;
+#: the longest first (``openai.types.responses`` before ``openai.``).
+_SDK_FORMATS: Final = sorted(
+    ((prefix, api.format) for api in WIRE_APIS for prefix in api.sdk), key=lambda row: len(row[0]), reverse=True
 )
 
 
@@ -534,9 +461,11 @@ def converter_hint(chunk: object) -> str:
     fmt = event_format(chunk)
     if fmt is None:
         return ""
-    converter, who = READERS[fmt]
-    api = {"openai-sse": "OpenAI chat completions", "openai-responses": "OpenAI Responses"}.get(fmt, who)
-    return f"; it is an event of the {api} wire API, not a block-protocol chunk: convert them with sf.{converter}(...)"
+    api = wire_api(fmt)
+    return (
+        f"; it is an event of the {api.title} wire API, not a block-protocol chunk: convert them with "
+        f"sf.{api.reader}(...)"
+    )
 
 
 def detect_format(source: RecordingSource) -> str:
@@ -593,11 +522,4 @@ def _sse_provider(lines: list[bytes]) -> str | None:
 
 
 #: Per provider format: the converter (by name, in ``streamfsm._providers``) and the provider's name in messages.
-READERS: Final = {
-    "openai-sse": ("from_openai_chunks", "OpenAI"),
-    "anthropic-sse": ("from_anthropic_events", "Anthropic"),
-    "openai-responses": ("from_openai_responses_events", "OpenAI Responses"),
-    "gemini": ("from_gemini_chunks", "Gemini"),
-    "bedrock": ("from_bedrock_events", "Bedrock"),
-    "cohere": ("from_cohere_events", "Cohere"),
-}
+READERS: Final = {api.format: (api.reader, api.who) for api in WIRE_APIS}

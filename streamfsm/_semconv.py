@@ -24,6 +24,7 @@ from ._adapter import AssistantMessage, Message, ToolResultMessage, UserMessage
 from ._errors import ErrorCode, LlmError
 from ._flat import DoneReason
 from ._models import ReasoningBlock, TextBlock
+from ._wire_apis import WIRE_APIS
 
 if TYPE_CHECKING:
     from ._adapter import GenerateOptions, LlmAdapter
@@ -50,15 +51,11 @@ WELL_KNOWN_PROVIDERS = frozenset({
 
 #: ``gen_ai.provider.name`` of an adapter's provider route (``GenerateOptions.provider``, else the adapter's
 #: ``provider_info.id``), each a well-known name of the conventions; a route not listed is reported as it is named.
+#: Each wire API's route first (``_wire_apis.WIRE_APIS``), then the other providers' routes.
 PROVIDER_NAMES: Mapping[str, str] = {
+    **{api.route: api.otel for api in WIRE_APIS},
     "openai": "openai",
-    "openai-responses": "openai",
-    "openai-compatible": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gcp.gemini",
     "vertex": "gcp.vertex_ai",
-    "bedrock": "aws.bedrock",
-    "cohere": "cohere",
     "deepseek": "deepseek",
     "groq": "groq",
     "mistral": "mistral_ai",

@@ -25,9 +25,9 @@ from typing import Any
 from ._adapter import AssistantMessage, Message, ToolResultMessage
 from ._flat import ToolResultChunk
 from ._models import SafetyCheck, ToolCallBlock
-from ._observe import RunTrace
 from ._quote import quote
 from ._tool_calls import Outcome, ToolRunner
+from ._trace import RunTrace
 
 __all__ = ["ToolPhase", "TurnCall"]
 

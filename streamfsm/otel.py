@@ -59,12 +59,10 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError(missing("streamfsm.otel", "otel")) from exc
 
 from ._adapter import APP_IDENTITY, GenerateOptions, LlmAdapter
-from ._agent import AgentLoop
 from ._api import aclose_upstream
 from ._errors import LlmError
 from ._flat import DoneChunk, DoneReason, done_reason
 from ._models import ToolCallBlock, Usage
-from ._observe import Instrumentation, RequestTrace, RunTrace, instrumentation, set_instrumentation
 from ._semconv import (
     ERROR_TYPES,
     PROVIDER_NAMES,
@@ -78,6 +76,7 @@ from ._semconv import (
     to_json,
 )
 from ._tool_calls import Outcome
+from ._trace import Instrumentation, RequestTrace, RunTrace, instrumentation, set_instrumentation
 from ._wire import StreamChunk
 
 __all__ = [
@@ -212,10 +211,12 @@ class _Otel(Instrumentation):
             description="Model streams the block protocol's check rejected, by error code.",
         )
 
-    def run(self, loop: AgentLoop, clock: Callable[[], float]) -> RunTrace:
-        """A run of ``loop``: its ``invoke_agent`` span (none if it cannot be started: the run goes untraced)."""
+    def run(
+        self, adapter: LlmAdapter, options: GenerateOptions, name: str | None, clock: Callable[[], float]
+    ) -> RunTrace:
+        """A run of an agent: its ``invoke_agent`` span (none if it cannot be started: the run goes untraced)."""
         try:
-            return _Run(self, loop, clock)
+            return _Run(self, adapter, options, name, clock)
         except Exception:
             _broken("starting an invoke_agent span")
             return _UNTRACED
@@ -382,20 +383,22 @@ class _Run(RunTrace):
 
     __slots__ = ("_adapter", "_clock", "_context", "_otel", "span")
 
-    def __init__(self, otel: _Otel, loop: AgentLoop, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, otel: _Otel, adapter: LlmAdapter, options: GenerateOptions, name: str | None, clock: Callable[[], float]
+    ) -> None:
         self._otel = otel
-        self._adapter = loop.adapter
+        self._adapter = adapter
         self._clock = clock
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.provider.name": provider_name(loop.adapter, loop.options),
-            "gen_ai.request.model": loop.options.model,
-            **_server(loop.adapter),
+            "gen_ai.provider.name": provider_name(adapter, options),
+            "gen_ai.request.model": options.model,
+            **_server(adapter),
         }
-        if loop.name:
-            attributes["gen_ai.agent.name"] = loop.name
-        name = f"invoke_agent {loop.name}" if loop.name else "invoke_agent"
-        self.span: Span = otel.tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
+        if name:
+            attributes["gen_ai.agent.name"] = name
+        span_name = f"invoke_agent {name}" if name else "invoke_agent"
+        self.span: Span = otel.tracer.start_span(span_name, kind=SpanKind.INTERNAL, attributes=attributes)
         self._context = trace.set_span_in_context(self.span)
 
     def request(self, options: GenerateOptions, attempt: int) -> RequestTrace:

@@ -90,9 +90,11 @@ HTTP adapter, if any, in ``<api>_adapter.py``; they provide:
    ``self._converted(TheConverter(), path, body, options.signal, end)``.
    It imports ``httpx`` only under ``TYPE_CHECKING``: ``import streamfsm`` must work without the extra.
 
-Then its public names are re-exported below and by ``streamfsm/__init__.py``, ``streamfsm/_recordings.py``
-learns to tell its format (``FORMATS``, ``READERS``, its events), and the docs get a page for it
-(docs/guides/wire-apis/).
+Then it gets its row in ``streamfsm/_wire_apis.py`` (``WIRE_APIS``: its format, functions, classes, SDK and
+OpenTelemetry names, from which ``FORMATS``, ``READERS`` and ``otel.PROVIDER_NAMES`` are read), its ``TurnApi`` in
+``turns.py`` and its body reader in ``recorded.py``; ``streamfsm/_recordings.py`` and ``streamfsm/_bodies.py``
+learn to tell its events and its body; its public names are re-exported below and by ``streamfsm/__init__.py``,
+and the docs get a page for it (docs/guides/wire-apis/). docs/project/development.md lists the steps.
 """
 
 from __future__ import annotations

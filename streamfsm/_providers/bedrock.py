@@ -429,9 +429,7 @@ class BedrockConverter:
         if self.ended:
             return []
         self.ended = True
-        finish = stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop")
-        if finish["kind"] == "stop" and self.calls:
-            finish = {"kind": "tool-calls"}  # the turn asks for client tool calls, whatever the stop reason says
+        finish = stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop", self.calls)
         out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper
         for kept in self.kept:

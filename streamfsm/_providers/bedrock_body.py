@@ -17,15 +17,9 @@ from .._config import Limits
 from .._models import StreamResult
 from .._wire import StreamChunk
 from .bedrock import BedrockConverter, client_failure
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import answer, as_event, as_object, body_chunks, malformed
 
 __all__ = ["converse_chunks", "converse_events", "from_bedrock_response"]
-
-
-def _object(value: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise malformed(f"{what} must be an object, got {type(value).__name__}")
-    return value
 
 
 def _json_text(value: object, what: str) -> str:
@@ -50,23 +44,23 @@ def _block_events(index: int, block: Mapping[str, Any]) -> list[dict[str, Any]]:
         if kind == "text":
             delta({"text": value})
         elif kind == "toolUse":
-            call = _object(value, "a toolUse block")
+            call = as_object(value, "a toolUse block")
             start({"toolUse": {key: item for key, item in call.items() if key != "input"}})
             given = call.get("input")
             if given is not None and given != {}:
                 delta({"toolUse": {"input": _json_text(given, "a toolUse input")}})
         elif kind == "reasoningContent":
-            reasoning = _object(value, "a reasoningContent block")
+            reasoning = as_object(value, "a reasoningContent block")
             text = reasoning.get("reasoningText")
             if text is not None:
-                text = _object(text, "reasoningContent.reasoningText")
+                text = as_object(text, "reasoningContent.reasoningText")
                 delta({"reasoningContent": {"text": text.get("text")}})
                 if text.get("signature") is not None:
                     delta({"reasoningContent": {"signature": text["signature"]}})
             if reasoning.get("redactedContent") is not None:
                 delta({"reasoningContent": {"redactedContent": reasoning["redactedContent"]}})
         elif kind == "citationsContent":  # the stream's text deltas, then one citation delta each
-            cited = _object(value, "a citationsContent block")
+            cited = as_object(value, "a citationsContent block")
             parts = cited.get("content") or []
             text = (
                 "".join(p.get("text", "") for p in parts if isinstance(p, Mapping)) if isinstance(parts, list) else ""
@@ -75,7 +69,7 @@ def _block_events(index: int, block: Mapping[str, Any]) -> list[dict[str, Any]]:
             for citation in cited.get("citations") or []:
                 delta({"citation": citation})
         elif kind == "toolResult":
-            result = _object(value, "a toolResult block")
+            result = as_object(value, "a toolResult block")
             start({"toolResult": {key: item for key, item in result.items() if key != "content"}})
             delta({"toolResult": result.get("content") or []})
         else:  # image, and kinds added since: kept whole, as the stream's start of such a block is
@@ -92,14 +86,14 @@ def converse_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     failure = client_failure(body)
     if failure is not None:
         raise failure
-    output = _object(body.get("output"), "a Converse body's 'output'")
-    message = _object(output.get("message"), "a Converse body's 'output.message'")
+    output = as_object(body.get("output"), "a Converse body's 'output'")
+    message = as_object(output.get("message"), "a Converse body's 'output.message'")
     content = message.get("content")
     if not isinstance(content, list):
         raise malformed(f"a Converse body's 'output.message.content' must be a list, got {type(content).__name__}")
     events: list[Mapping[str, Any]] = [{"messageStart": {"role": message.get("role", "assistant")}}]
     for index, block in enumerate(content):
-        events += _block_events(index, _object(block, "a content block"))
+        events += _block_events(index, as_object(block, "a content block"))
         events.append({"contentBlockStop": {"contentBlockIndex": index}})
     stop: dict[str, Any] = {"stopReason": body.get("stopReason")}
     if body.get("additionalModelResponseFields") is not None:

@@ -17,7 +17,7 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import closing, convert, count, ended_turn, is_position, malformed, stop_reason, sync_or_async
+from .convert import as_object, closing, convert, count, ended_turn, is_position, malformed, stop_reason, sync_or_async
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -56,17 +56,11 @@ def cohere_usage(usage: Mapping[str, Any]) -> WireUsage | None:
     return None
 
 
-def _object(value: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise malformed(f"{what} must be an object, got {type(value).__name__}")
-    return value
-
-
 def _message(event: Mapping[str, Any]) -> Mapping[str, Any]:
     """An event's ``delta.message``."""
     kind = event.get("type")
-    delta = _object(event.get("delta"), f"{kind}.delta")
-    return _object(delta.get("message"), f"{kind}.delta.message")
+    delta = as_object(event.get("delta"), f"{kind}.delta")
+    return as_object(delta.get("message"), f"{kind}.delta.message")
 
 
 def _index(event: Mapping[str, Any]) -> int:
@@ -161,15 +155,15 @@ class CohereConverter:
         elif kind == "tool-plan-delta":
             self._plan(_text(_message(event).get("tool_plan"), "tool_plan"))
         elif kind == "content-start":
-            self._content_start(_index(event), _object(_message(event).get("content"), "content-start content"))
+            self._content_start(_index(event), as_object(_message(event).get("content"), "content-start content"))
         elif kind == "tool-call-start":
-            self._tool_start(_index(event), _object(_message(event).get("tool_calls"), "tool-call-start tool_calls"))
+            self._tool_start(_index(event), as_object(_message(event).get("tool_calls"), "tool-call-start tool_calls"))
         elif kind == "citation-start":
-            self._citation(_object(_message(event).get("citations"), "citation-start citations"))
+            self._citation(as_object(_message(event).get("citations"), "citation-start citations"))
         elif kind == "message-start":
             self._message_start(event)
         elif kind == "message-end":
-            self._message_end(_object(event.get("delta"), "message-end.delta"))
+            self._message_end(as_object(event.get("delta"), "message-end.delta"))
         elif kind == "error":
             self.done = True  # the stream is over: a recording may hold another message after it
             raise stream_failure(event, "in the stream")
@@ -212,7 +206,7 @@ class CohereConverter:
 
     def _content_delta(self, event: Mapping[str, Any]) -> None:
         index = _index(event)
-        content = _object(_message(event).get("content"), "content-delta content")
+        content = as_object(_message(event).get("content"), "content-delta content")
         part = self.parts.get(index)
         if part is not None:
             self.keeper.charge(json_size(content, "a content-delta of a kept part"))
@@ -236,7 +230,7 @@ class CohereConverter:
 
     def _tool_start(self, index: int, call: Mapping[str, Any]) -> None:
         call_id = call.get("id")
-        function = _object(call.get("function"), "tool_calls.function")
+        function = as_object(call.get("function"), "tool_calls.function")
         name = function.get("name")
         if not isinstance(call_id, str) or not call_id:
             raise malformed(f"tool call {index} began without an id")
@@ -252,8 +246,8 @@ class CohereConverter:
         block = self.blocks.get(("tool", index))
         if block is None:
             raise malformed(f"tool-call-delta for tool call {index}, which did not start")
-        call = _object(_message(event).get("tool_calls"), "tool-call-delta tool_calls")
-        function = _object(call.get("function"), "tool-call-delta function")
+        call = as_object(_message(event).get("tool_calls"), "tool-call-delta tool_calls")
+        function = as_object(call.get("function"), "tool-call-delta function")
         self._add(block, _text(function.get("arguments"), "arguments"))
 
     def _citation(self, citation: Mapping[str, Any]) -> None:
@@ -281,9 +275,9 @@ class CohereConverter:
         if not isinstance(content, list) or not isinstance(calls, list):
             raise malformed("message-start content and tool_calls must be lists")
         for number, item in enumerate(content):
-            self._content_start(-1 - number, _object(item, "message-start content"))
+            self._content_start(-1 - number, as_object(item, "message-start content"))
         for number, item in enumerate(calls):
-            self._tool_start(-1 - number, _object(item, "message-start tool_calls"))
+            self._tool_start(-1 - number, as_object(item, "message-start tool_calls"))
 
     def _message_end(self, delta: Mapping[str, Any]) -> None:
         self.done = True
@@ -299,7 +293,7 @@ class CohereConverter:
         self.reason = reason
         usage = delta.get("usage")
         if usage is not None:
-            self.usage = cohere_usage(_object(usage, "message-end.usage"))
+            self.usage = cohere_usage(as_object(usage, "message-end.usage"))
 
     # --- The end ------------------------------------------------------------------------------------
 
@@ -312,9 +306,7 @@ class CohereConverter:
         if self.ended:
             return []
         self.ended = True
-        finish = stop_reason(self.reason, _FINISH, "finish_reason", "message-end")
-        if finish["kind"] == "stop" and self.calls:
-            finish = {"kind": "tool-calls"}  # the turn asks for client tool calls, whatever the reason says
+        finish = stop_reason(self.reason, _FINISH, "finish_reason", "message-end", self.calls)
         out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper
         for kind, at, item in self.kept:

@@ -35,6 +35,7 @@ __all__ = [
     "another_turn",
     "answer",
     "as_event",
+    "as_object",
     "body_chunks",
     "closing",
     "convert",
@@ -46,6 +47,7 @@ __all__ = [
     "malformed",
     "non_negative_int",
     "refuse_empty",
+    "stop_or_calls",
     "stop_reason",
     "string",
     "sync_or_async",
@@ -55,6 +57,14 @@ __all__ = [
 def malformed(message: str) -> LlmError:
     """A provider sent something that is not its documented format."""
     return LlmError(message, ErrorCode.MALFORMED_RESPONSE)
+
+
+def as_object(value: object, what: str) -> Mapping[str, Any]:
+    """``value``, which the wire API says is an object (``what`` names it), or ``MALFORMED_RESPONSE`` saying what
+    it is instead."""
+    if not isinstance(value, Mapping):
+        raise malformed(f"{what} must be an object, got {type(value).__name__}")
+    return value
 
 
 def another_turn(what: str, reader: str) -> LlmError:
@@ -113,14 +123,19 @@ def string(value: object, what: str) -> str:
 
 
 def stop_reason(
-    reason: str | None, known: Mapping[str, WireFinishReason], field: str, carrier: str | None = None
+    reason: str | None,
+    known: Mapping[str, WireFinishReason],
+    field: str,
+    carrier: str | None = None,
+    calls: object = False,
 ) -> WireFinishReason:
     """The finish of a turn whose input is over (the opening of every converter's ``end``): ``STREAM_CLOSED`` when
     no stop reason came (``field``: the provider's name for it; ``carrier``: the event that brings it, when the
-    message names that instead), else :func:`finish_reason`."""
+    message names that instead), else :func:`finish_reason`, as :func:`stop_or_calls` reads it when the API's stop
+    reason does not say that the turn asks for client tool calls (``calls``: true when it does)."""
     if reason is None:
         raise LlmError(f"the stream ended without a {carrier or field}", ErrorCode.STREAM_CLOSED)
-    return finish_reason(reason, known, field)
+    return stop_or_calls(finish_reason(reason, known, field), calls)
 
 
 def refuse_empty(finish: WireFinishReason, empty: bool) -> None:
@@ -143,6 +158,14 @@ def finish_reason(reason: str, known: Mapping[str, WireFinishReason], field: str
         shown = clip(reason, 200)
         failure: WireFailure = {"message": f"the provider stopped with {field} {shown!r}", "code": reason.upper()}
         finish = {"kind": "error", "failure": failure}
+    return finish
+
+
+def stop_or_calls(finish: WireFinishReason, calls: object) -> WireFinishReason:
+    """A turn's finish as its client tool calls say: ``tool-calls`` when the provider said ``stop`` and the turn asks
+    for any (``calls``: true when it does), whatever the stop reason says; any other finish as it is."""
+    if finish["kind"] == "stop" and calls:
+        return {"kind": "tool-calls"}
     return finish
 
 

@@ -36,7 +36,17 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .arguments import ArgumentWriter
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import another_turn, as_event, closing, convert, malformed, non_negative_int, sync_or_async
+from .convert import (
+    another_turn,
+    as_event,
+    as_object,
+    closing,
+    convert,
+    malformed,
+    non_negative_int,
+    stop_or_calls,
+    sync_or_async,
+)
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -62,12 +72,6 @@ def get(obj: Mapping[str, Any], name: str) -> Any:
     """Field ``name`` (camelCase, as on the wire) of ``obj``, or its snake_case spelling; None when absent or null."""
     value = obj.get(name)
     return obj.get(_snake(name)) if value is None else value
-
-
-def _object(value: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise malformed(f"{what} must be an object, got {type(value).__name__}")
-    return value
 
 
 def _list(value: object, what: str) -> list[Any]:
@@ -235,15 +239,15 @@ class GeminiConverter:
                 self.response[key] = value
         feedback = get(event, "promptFeedback")
         if feedback is not None:
-            self.prompt_feedback = _object(feedback, "'promptFeedback'")
+            self.prompt_feedback = as_object(feedback, "'promptFeedback'")
         usage = get(event, "usageMetadata")
         if usage is not None:
-            self.usage = gemini_usage(_object(usage, "'usageMetadata'")) or self.usage
+            self.usage = gemini_usage(as_object(usage, "'usageMetadata'")) or self.usage
         candidates = _list(get(event, "candidates"), "'candidates'")
         if len(candidates) > 1:
             raise _not_one_turn(f"{len(candidates)} candidates in one chunk")
         for candidate in candidates:
-            self._candidate(_object(candidate, "a candidate"))
+            self._candidate(as_object(candidate, "a candidate"))
         return self.queue.take()
 
     def _candidate(self, candidate: Mapping[str, Any]) -> None:
@@ -252,12 +256,12 @@ class GeminiConverter:
             raise _not_one_turn(f"candidate {quote(index, 40)}")
         content = get(candidate, "content")
         if content is not None:
-            for part in _list(get(_object(content, "'content'"), "parts"), "'content.parts'"):
-                self._part(_object(part, "a part"))
+            for part in _list(get(as_object(content, "'content'"), "parts"), "'content.parts'"):
+                self._part(as_object(part, "a part"))
         for key in CANDIDATE_KEPT:
             value = get(candidate, key)
             if value is not None:
-                self._keep(key, _object(value, f"'{key}'"))
+                self._keep(key, as_object(value, f"'{key}'"))
         safety = get(candidate, "safetyRatings")
         if safety is not None:
             self.safety = jsonable(safety)
@@ -275,7 +279,7 @@ class GeminiConverter:
         signature = _signature(get(part, "thoughtSignature"))
         call = get(part, "functionCall")
         if call is not None:
-            self._function_call(_object(call, "'functionCall'"), signature)
+            self._function_call(as_object(call, "'functionCall'"), signature)
             return
         text = get(part, "text")
         if text is not None:
@@ -358,7 +362,7 @@ class GeminiConverter:
         self.calls += 1
         if args is not None:
             try:
-                arguments = orjson.dumps(_object(args, "'functionCall.args'")).decode()
+                arguments = orjson.dumps(as_object(args, "'functionCall.args'")).decode()
             except TypeError as exc:
                 raise malformed(f"functionCall {quote(name)}: its args are not JSON ({exc})") from exc
             index = self._push(block, arguments)
@@ -385,7 +389,7 @@ class GeminiConverter:
         call, writer = self.call, self.writer
         assert call is not None and writer is not None
         for arg in _list(partial, "'functionCall.partialArgs'"):
-            text = writer.write(_object(arg, "a partialArgs entry"), get)
+            text = writer.write(as_object(arg, "a partialArgs entry"), get)
             if text:
                 self.queue.add(call, text)
 
@@ -416,7 +420,7 @@ class GeminiConverter:
         if reason is None:
             raise LlmError("the stream ended without a finishReason", ErrorCode.STREAM_CLOSED)
         if reason == "STOP":
-            return {"kind": "tool-calls"} if self.calls else {"kind": "stop"}
+            return stop_or_calls({"kind": "stop"}, self.calls)
         if reason == "MAX_TOKENS":
             return {"kind": "max-tokens"}
         message = f"the provider stopped with finishReason {clip(reason, 200)!r}"

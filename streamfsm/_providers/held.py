@@ -23,21 +23,17 @@ from collections import deque
 from typing import NoReturn
 
 from .._adapter import STREAM_LIMITS
+from .._blocks import utf8_len
 from .._config import Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason
 from .blocks import ProviderBlock
 from .convert import ended_turn, refuse_empty
 
-__all__ = ["PACK", "BlockQueue", "utf8_len"]
+__all__ = ["PACK", "BlockQueue"]
 
 #: How many pieces of a held block are joined into one as they come (see the module docstring).
 PACK = 256
-
-
-def utf8_len(text: str) -> int:
-    """The UTF-8 bytes of ``text``, as the machine counts them (a lone surrogate as 3)."""
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class BlockQueue:

@@ -153,6 +153,7 @@ class OpenAIConverter:
         self.last_id: str | None = None  # the id of the last chunk that had one
         self.api: str | None = None  # _CHAT or _COMPLETION, once a chunk told which
         self.failed = False  # an error chunk ended it
+        self.ended = False  # end() has run
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a chunk with a delta whose ``id`` is not this turn's,
@@ -337,8 +338,11 @@ class OpenAIConverter:
 
         Raises ``STREAM_CLOSED`` when no finish reason came, ``EMPTY_RESPONSE`` for a ``stop`` with no content
         (neither a block nor a kept part). The finish carries ``replayState``: ``response`` (the first chunk's
-        ``id`` and ``model``, when it had them) and ``kept`` (when a part was kept).
+        ``id`` and ``model``, when it had them) and ``kept`` (when a part was kept). A second call gives nothing.
         """
+        if self.ended:
+            return []
+        self.ended = True
         finish = stop_reason(self.finish_reason, _FINISH, "finish_reason")
         out = self.queue.finish(finish, empty=self.queue.made == 0 and not self.keeper.items)
         named = {key: value for key, value in (("id", self.response_id), ("model", self.model)) if value}

@@ -42,6 +42,7 @@ from .convert import (
     finish_reason,
     is_position,
     malformed,
+    stop_or_calls,
     string,
     sync_or_async,
 )
@@ -492,7 +493,7 @@ class OpenAIResponsesConverter:
         self.ended = kind
         queue = self.queue
         if kind == "response.completed":
-            finish: WireFinishReason = {"kind": "tool-calls"} if self.calls else {"kind": "stop"}
+            finish = stop_or_calls({"kind": "stop"}, self.calls)
         else:
             details = response.get("incomplete_details")
             reason = details.get("reason") if isinstance(details, Mapping) else None

@@ -9,8 +9,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Final
 
 from .._errors import ErrorCode, LlmError
-from .._lines import MAX_LINE_BYTES
-from .._recordings import READERS, Entry, Lines, Numbered, RecordedChunks, Where
+from .._lines import MAX_LINE_BYTES, Lines, Numbered
+from .._recordings import READERS, Entry, RecordedChunks, Where
 from .._wire import StreamChunk
 from .anthropic_messages_body import message_chunks
 from .bedrock_body import converse_chunks

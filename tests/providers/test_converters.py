@@ -181,6 +181,14 @@ def test_sequential_calls_stream_live() -> None:
     assert [c["type"] for c in second] == ["block-end", "block-start", "tool-call-delta"]
 
 
+def test_end_closes_the_turn_once() -> None:
+    converter = sf.OpenAIConverter()
+    converter.feed(call(0, '{"a": 1}', "call_a", "f"))
+    converter.feed(chunk(finish="tool_calls", **USAGE))
+    assert [c["type"] for c in converter.end()] == ["block-end", "usage", "finish"]
+    assert converter.end() == []  # a second call gives nothing, as every converter's end does
+
+
 def test_braces_inside_strings_do_not_end_a_call() -> None:
     events = [
         call(0, '{"s": "}{\\"}', "call_a", "f"),

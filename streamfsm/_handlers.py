@@ -42,7 +42,7 @@ from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock, parse_
 from ._stream import Stream
 from ._table import FAILED, FINISHED, IN_BLOCK, READY, ROUTES, STATES
 
-__all__ = ["ROWS", "Handlers", "Route"]
+__all__ = ["Handlers", "Route"]
 
 _CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})
 _USAGE_REQUIRED: Final = frozenset({"stop", "tool-calls", "max-tokens"})
@@ -558,5 +558,3 @@ class _Rows:
 
 _STRICT_ROWS: Final = _Rows(Policy.STRICT)
 _HARNESS_ROWS: Final = _Rows(Policy.HARNESS)
-#: ``_table.ROUTES`` as rows of route objects, by whether the policy interleaves (HARNESS).
-ROWS: Final = {False: _STRICT_ROWS.by_state, True: _HARNESS_ROWS.by_state}

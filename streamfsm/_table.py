@@ -23,7 +23,6 @@ resolved when the routes of a policy are built: STRICT has no edge for it, HARNE
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, Final
 
@@ -40,7 +39,6 @@ __all__ = [
     "REJECT",
     "ROUTES",
     "STATES",
-    "TABLE",
     "TRANSITIONS",
     "USAGE",
     "accepts",
@@ -101,9 +99,6 @@ def refusal(state: str, chunk_type: str, interleaving: bool) -> ErrorCode:
     return REJECT[(state, chunk_type)]
 
 
-Edge = tuple[str, tuple[str, ...], tuple[str, ...]]
-
-
 def _declaration(policy: Policy | None = None) -> list[dict[str, Any]]:
     """The declared transitions, or those a policy can take: STRICT never interleaves, HARNESS always may."""
     result = []
@@ -136,37 +131,6 @@ def _declared_machine(model: object, initial: str = READY, *, graph: bool = Fals
     return Machine(**kwargs)
 
 
-def _compile(policy: Policy | None = None) -> dict[str, dict[str, tuple[Edge, ...]]]:
-    """Read the declared ``transitions`` machine back into ``{state: {chunk type: ((dest, if, unless), ...)}}``."""
-    machine = _declared_machine(None, policy=policy)
-    table: dict[str, dict[str, tuple[Edge, ...]]] = {state: {} for state in STATES}
-    for trigger, event in machine.events.items():
-        if trigger == "reject":
-            continue
-        for source, transitions in event.transitions.items():
-            table[source][trigger] = tuple(
-                (
-                    t.dest,
-                    tuple(str(c.func) for c in t.conditions if c.target),
-                    tuple(str(c.func) for c in t.conditions if not c.target),
-                )
-                for t in transitions
-            )
-    return table
-
-
-#: ``{state: {chunk type: ((dest, conditions, unless), ...)}}``, read from :data:`TRANSITIONS`.
-TABLE: Final = _compile()
-
-
-def next_state(state: str, chunk_type: str, holds: Callable[[str], bool]) -> str | None:
-    """The state a chunk of ``chunk_type`` moves ``state`` to, given which guards ``holds``; None: refused."""
-    for dest, conditions, unless in TABLE[state].get(chunk_type, ()):
-        if all(holds(g) for g in conditions) and not any(holds(g) for g in unless):
-            return dest
-    return None
-
-
 #: The handler of each chunk type: the three deltas share one.
 HANDLER_OF: Final[dict[str, str]] = {
     "block-start": "block-start",
@@ -182,29 +146,36 @@ Route = tuple[str, str, str, str | None]
 
 
 def _routes(policy: Policy) -> dict[tuple[str, str], Route]:
-    """The table of a policy: one entry per (state, chunk type) it accepts, its guard (at most one) as data."""
+    """Read the declared ``transitions`` machine of a policy into one entry per (state, chunk type) it accepts,
+    its guard (at most one) as data."""
+    machine = _declared_machine(None, policy=policy)
     routes: dict[tuple[str, str], Route] = {}
-    for state, row in _compile(policy).items():
-        for chunk_type, edges in row.items():
-            guards = {g for _, conditions, unless in edges for g in (*conditions, *unless)}
+    for chunk_type, event in machine.events.items():
+        if chunk_type == "reject":
+            continue
+        for state, transitions in event.transitions.items():
+            edges = tuple((t.dest, [(str(c.func), c.target) for c in t.conditions]) for t in transitions)
+            guards = {g for _, conditions in edges for g, _ in conditions}
             assert len(guards) <= 1 and "interleave" not in guards, (state, chunk_type, guards)
             guard = guards.pop() if guards else ""
-            dest = next_state_of(edges, guard, True)
+            dest = next_state(edges, True)
             assert dest is not None
-            otherwise = next_state_of(edges, guard, False) if guard else dest
+            otherwise = next_state(edges, False) if guard else dest
             routes[(state, chunk_type)] = (HANDLER_OF[chunk_type], dest, guard, otherwise)
     return routes
 
 
-def next_state_of(edges: tuple[Edge, ...], guard: str, holds: bool) -> str | None:
-    """Where ``edges`` lead when ``guard`` holds (or not): the first edge whose conditions agree."""
-    for dest, conditions, unless in edges:
-        if all(holds for g in conditions if g == guard) and not any(holds for g in unless if g == guard):
+def next_state(edges: tuple[tuple[str, list[tuple[str, bool]]], ...], holds: bool) -> str | None:
+    """Where ``edges`` (one guard at most) lead when the guard holds (or not): the first edge whose conditions
+    agree; None: refused."""
+    for dest, conditions in edges:
+        if all(holds == target for _, target in conditions):
             return dest
     return None
 
 
-#: ``{policy: {(state, chunk type): (handler, next state, guard, next state when the guard fails)}}``.
+#: ``{policy: {(state, chunk type): (handler, next state, guard, next state when the guard fails)}}``: the one
+#: form the declaration is compiled to (``_handlers`` makes its route objects from it).
 ROUTES: Final[dict[Policy, dict[tuple[str, str], Route]]] = {policy: _routes(policy) for policy in Policy}
 
 _ACCEPTS: Final = {

@@ -74,6 +74,10 @@ HTTP adapter, if any, in ``<api>_adapter.py``; they provide:
    completes), ``end() -> list[StreamChunk]`` (the input is over) and ``begins_turn(event) -> bool`` (the
    event starts another turn, this one over: ``feed`` refuses it with ``another_turn(...)``), the
    ``TurnConverter`` protocol of ``convert.py``; it goes in ``turns.TURN_APIS``.
+   It subclasses ``convert.TurnState``, which spells a turn's end once: ``over`` (what ended the turn on the
+   wire, its end event or the error event that failed it; ``None`` while it may go on) and ``ended`` (``end()``
+   has run), and owns ``end()``, the after-end guard: the converter writes ``close()``, what its API's end gives,
+   and a second ``end()`` gives nothing.
    It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
    interleave them; raises ``malformed(...)`` for an event outside the provider's documented format; raises
    ``stream_failure(...)`` (or classifies with ``classify_failure``) for a failure the provider reports, so

@@ -17,6 +17,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
 from .convert import (
+    TurnState,
     closing,
     convert,
     ended_turn,
@@ -127,7 +128,7 @@ class _Kept:
         return data
 
 
-class AnthropicConverter:
+class AnthropicConverter(TurnState):
     """Turns Messages API stream events into block-protocol chunks.
 
     ``text`` blocks become text, ``thinking`` reasoning, ``tool_use`` with its ``input_json_delta`` s a tool call
@@ -145,6 +146,7 @@ class AnthropicConverter:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__()  # over: "message_stop" (set as the message ends) or "error"
         # ``limits``: taken as every converter takes them; this one holds nothing back (the blocks come in order).
         self.blocks: dict[int, ProviderBlock | _Kept] = {}
         self.open: ProviderBlock | _Kept | None = None
@@ -159,16 +161,15 @@ class AnthropicConverter:
         self.stop_sequence: str | None = None
         self.message: dict[str, Any] = {}
         self.started = False
-        self.stopped = False
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a ``message_start`` after this turn's ``message_stop``."""
-        return self.stopped and event.get("type") == "message_start"
+        return self.over is not None and event.get("type") == "message_start"
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
-        if self.stopped and kind != "ping":
+        if self.over is not None and kind != "ping":
             reader = "from_anthropic_events" if self.begins_turn(event) else None
             raise ended_turn(f"event {quote(kind)}", "message_stop", reader)
         if kind == "content_block_delta":
@@ -188,7 +189,8 @@ class AnthropicConverter:
         if kind == "message_stop":
             return self.end()
         if kind == "error":
-            self.stopped = True  # the API ends a stream with its error event: a turn may follow in a recording
+            # The API ends a stream with its error event (nothing left to end): a turn may follow in a recording.
+            self.over, self.ended = "error", True
             raise stream_failure(event, "event")
         return []  # ping, or an event type added since
 
@@ -384,7 +386,7 @@ class AnthropicConverter:
             self.keeper.keep("citations", block.index, {"citations": citations}, charged=True)
         return block.close()
 
-    def end(self) -> list[StreamChunk]:
+    def close(self) -> list[StreamChunk]:
         """The message is over (``message_stop``, or the end of the events): ``usage`` then ``finish``.
 
         Raises ``STREAM_CLOSED`` when no stop reason came, ``EMPTY_RESPONSE`` for an ``end_turn`` with no content
@@ -393,9 +395,7 @@ class AnthropicConverter:
         back too); a kept block the stream cut off before its ``content_block_stop`` is not kept (it could not be
         sent back whole).
         """
-        if self.stopped:
-            return []
-        self.stopped = True
+        self.over = "message_stop"
         reason = self.stop_reason
         finish = stop_reason(reason, _FINISH, "stop_reason")
         refuse_empty(finish, self.count == 0 and not self.keeper.items)

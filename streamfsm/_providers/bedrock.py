@@ -21,7 +21,18 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import closing, convert, count, ended_turn, is_position, malformed, stop_reason, string, sync_or_async
+from .convert import (
+    TurnState,
+    closing,
+    convert,
+    count,
+    ended_turn,
+    is_position,
+    malformed,
+    stop_reason,
+    string,
+    sync_or_async,
+)
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -220,7 +231,7 @@ def _body(value: object, event: str) -> Mapping[str, Any]:
     return value
 
 
-class BedrockConverter:
+class BedrockConverter(TurnState):
     """Turns ConverseStream events into block-protocol chunks.
 
     ``text`` deltas become text blocks, ``reasoningContent.text`` reasoning blocks (their ``signature`` goes to
@@ -234,6 +245,7 @@ class BedrockConverter:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__()  # over: the exception event that ended it; ended: end() has run
         self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.made = 0  # protocol blocks made so far (started or held back)
         self.calls = 0  # client tool calls among them
@@ -244,14 +256,12 @@ class BedrockConverter:
         self.stop_reason: str | None = None
         self.usage: WireUsage | None = None
         self.started = False  # an event of this turn came
-        self.failed = False  # an exception event ended it
-        self.ended = False
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a ``messageStart`` after this turn's ``messageStop`` (the
         turn's ``metadata``, which may come before or after its ``messageStop``, is the turn's own) or after an
         exception event."""
-        return (self.stop_reason is not None or self.failed) and "messageStart" in event
+        return (self.stop_reason is not None or self.over is not None) and "messageStart" in event
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event (``{"contentBlockDelta": {...}}``); returns the protocol chunks it completes."""
@@ -276,7 +286,7 @@ class BedrockConverter:
                 if usage is not None:
                     self.usage = bedrock_usage(_body(usage, "metadata.usage"))
             elif isinstance(name, str) and name.endswith("Exception"):
-                self.failed = True  # the stream is over: a recording may hold another message after it
+                self.over = name  # the stream is over: a recording may hold another message after it
                 raise bedrock_failure(name, body)
             # Events added to the API later: nothing to convert (messageStart's role is always "assistant").
         self.started = True
@@ -420,15 +430,12 @@ class BedrockConverter:
 
     # --- The end ------------------------------------------------------------------------------------
 
-    def end(self) -> list[StreamChunk]:
+    def close(self) -> list[StreamChunk]:
         """The input is over: end the blocks, then ``usage`` (from ``metadata``) and ``finish``.
 
         Raises ``STREAM_CLOSED`` when no ``messageStop`` came, ``EMPTY_RESPONSE`` for a ``stop`` with no content.
         A stream without ``metadata`` gets no ``usage`` (under ``Policy.STRICT`` that is ``USAGE_MISSING``).
         """
-        if self.ended:
-            return []
-        self.ended = True
         finish = stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop", self.calls)
         out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper

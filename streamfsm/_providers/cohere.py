@@ -17,7 +17,18 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import as_object, closing, convert, count, ended_turn, is_position, malformed, stop_reason, sync_or_async
+from .convert import (
+    TurnState,
+    as_object,
+    closing,
+    convert,
+    count,
+    ended_turn,
+    is_position,
+    malformed,
+    stop_reason,
+    sync_or_async,
+)
 from .held import BlockQueue
 from .replay import Keeper, json_size
 
@@ -103,7 +114,7 @@ class _Part:
         return data
 
 
-class CohereConverter:
+class CohereConverter(TurnState):
     """Turns v2 chat stream events into block-protocol chunks.
 
     ``content-start``/``content-delta`` of type ``text`` become text blocks and of type ``thinking`` reasoning
@@ -117,6 +128,7 @@ class CohereConverter:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__()  # over: "message-end" or "error"; ended: end() has run
         self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.made = 0  # protocol blocks made so far (started or held back)
         self.calls = 0
@@ -131,12 +143,10 @@ class CohereConverter:
         self.reason: str | None = None
         self.usage: WireUsage | None = None
         self.started = False  # message-start came
-        self.done = False  # message-end came
-        self.ended = False
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a ``message-start`` after this turn's ``message-end``."""
-        return self.done and event.get("type") == "message-start"
+        return self.over is not None and event.get("type") == "message-start"
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
@@ -145,7 +155,7 @@ class CohereConverter:
             if "error" in event:
                 raise stream_failure(event, "in the stream")
             raise malformed(f"an event without a type: {words(event)[:80]}")
-        if self.done and kind != "debug":
+        if self.over is not None and kind != "debug":
             reader = "from_cohere_events" if self.begins_turn(event) else None
             raise ended_turn(f"event {words(kind)[:40]}", "message-end", reader)
         if kind == "content-delta":
@@ -165,7 +175,7 @@ class CohereConverter:
         elif kind == "message-end":
             self._message_end(as_object(event.get("delta"), "message-end.delta"))
         elif kind == "error":
-            self.done = True  # the stream is over: a recording may hold another message after it
+            self.over = "error"  # the stream is over: a recording may hold another message after it
             raise stream_failure(event, "in the stream")
         # content-end, tool-call-end, citation-end: the next block or the end closes a block. debug, and event
         # types added to the API later: nothing to convert.
@@ -280,7 +290,7 @@ class CohereConverter:
             self._tool_start(-1 - number, as_object(item, "message-start tool_calls"))
 
     def _message_end(self, delta: Mapping[str, Any]) -> None:
-        self.done = True
+        self.over = "message-end"
         reason = delta.get("finish_reason")
         error = delta.get("error")
         if error or reason == "ERROR":
@@ -297,15 +307,12 @@ class CohereConverter:
 
     # --- The end ------------------------------------------------------------------------------------
 
-    def end(self) -> list[StreamChunk]:
+    def close(self) -> list[StreamChunk]:
         """The input is over: end the blocks, then ``usage`` and ``finish``.
 
         Raises ``STREAM_CLOSED`` when no ``message-end`` came, ``EMPTY_RESPONSE`` for a ``stop`` with no content.
         A ``message-end`` without usage gives no ``usage`` (under ``Policy.STRICT`` that is ``USAGE_MISSING``).
         """
-        if self.ended:
-            return []
-        self.ended = True
         finish = stop_reason(self.reason, _FINISH, "finish_reason", "message-end", self.calls)
         out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
         keeper = self.keeper

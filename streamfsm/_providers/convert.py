@@ -31,6 +31,7 @@ __all__ = [
     "Converter",
     "SyncOrAsync",
     "TurnConverter",
+    "TurnState",
     "Turns",
     "another_turn",
     "answer",
@@ -195,6 +196,31 @@ class Converter(Protocol):
     def end(self) -> list[StreamChunk]:
         """The input is over: the chunks that end the stream."""
         ...
+
+
+class TurnState:
+    """The state every converter has of its turn's end, spelled once: the base class of the six converters.
+
+    ``over`` is what ended the turn on the wire (its end event, or the error event that failed it, by the API's
+    name), ``None`` while the turn may go on: after it, nothing of this turn may come but what the API sends after
+    its end. ``ended`` is whether :meth:`end` has run: :meth:`end` is the after-end guard (a second call gives
+    nothing) around the converter's own :meth:`close`, which ends the stream as its wire API says.
+    """
+
+    def __init__(self) -> None:
+        self.over: str | None = None
+        self.ended = False
+
+    def end(self) -> list[StreamChunk]:
+        """The input is over: the chunks that end the stream (:meth:`close`'s), once; a second call gives nothing."""
+        if self.ended:
+            return []
+        self.ended = True
+        return self.close()
+
+    def close(self) -> list[StreamChunk]:
+        """The chunks that end the stream, as the converter's wire API says (called once, by :meth:`end`)."""
+        raise NotImplementedError
 
 
 def as_event(value: object, what: str) -> Mapping[str, Any]:

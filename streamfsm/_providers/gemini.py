@@ -37,6 +37,7 @@ from .arguments import ArgumentWriter
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
 from .convert import (
+    TurnState,
     another_turn,
     as_event,
     as_object,
@@ -175,7 +176,7 @@ def _not_one_turn(what: str) -> LlmError:
     )
 
 
-class GeminiConverter:
+class GeminiConverter(TurnState):
     """Turns ``GenerateContentResponse`` chunks (as dicts) into block-protocol chunks (see the module docstring).
 
     One block is open at a time (a block that comes while a streamed call is incomplete is held back, as
@@ -185,6 +186,7 @@ class GeminiConverter:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__()  # over: "an error chunk", which ends it; ended: end() has run
         self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.keeper = Keeper()
         self.count = 0  # blocks made (started or held), in order: the next block's index
@@ -203,8 +205,6 @@ class GeminiConverter:
         self.safety: Any = None
         self.prompt_feedback: Mapping[str, Any] | None = None
         self.usage: WireUsage | None = None
-        self.failed = False  # an error chunk ended it
-        self.ended = False
 
     # --- Events ---------------------------------------------------------------------------------------
 
@@ -214,7 +214,7 @@ class GeminiConverter:
         ``responseId``, its usage, are this turn's), or after an error chunk. Without a ``responseId`` on both,
         turns cannot be told apart."""
         found, known = get(event, "responseId"), self.response.get("responseId")
-        if self.failed:  # after an error chunk, any response but this one's
+        if self.over is not None:  # after an error chunk, any response but this one's
             return isinstance(found, str) and found != known
         feedback = self.prompt_feedback
         if self.finish_reason is None and (feedback is None or get(feedback, "blockReason") is None):
@@ -224,7 +224,7 @@ class GeminiConverter:
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one ``GenerateContentResponse``; returns the protocol chunks it completes."""
         if event.get("error") is not None:
-            self.failed = True  # the stream is over: a recording may hold another response after it
+            self.over = "an error chunk"  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
         if self.begins_turn(event):
             raise another_turn(f"{EVENT} with a new responseId after a finishReason", "from_gemini_chunks")
@@ -428,17 +428,14 @@ class GeminiConverter:
             message += f": {clip(self.finish_message, 1000)}"
         return {"kind": "error", "failure": {"message": message, "code": reason.upper()}}
 
-    def end(self) -> list[StreamChunk]:
+    def close(self) -> list[StreamChunk]:
         """The stream is over: end the blocks, then ``usage`` (when the provider sent it) and ``finish``.
 
         Raises ``STREAM_CLOSED`` when neither a finish reason nor a blocked prompt came, ``EMPTY_RESPONSE`` for a
         ``STOP`` with no content at all. A streamed call whose last part did not say it was the last is complete
         at ``STOP``; at ``MAX_TOKENS`` or an error it is interrupted.
         """
-        if self.ended:
-            return []
         finish = self._finish()
-        self.ended = True
         complete = finish["kind"] in ("stop", "tool-calls")
         if complete and self.call is not None:
             self.queue.ended = None  # the input is over: what closes the call's arguments is the converter's own

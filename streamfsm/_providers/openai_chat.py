@@ -16,6 +16,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
 from .convert import (
+    TurnState,
     another_turn,
     as_event,
     closing,
@@ -121,7 +122,7 @@ def _opens(event: Mapping[str, Any]) -> bool:
     )
 
 
-class OpenAIConverter:
+class OpenAIConverter(TurnState):
     """Turns ``chat.completion.chunk`` objects (as dicts) into block-protocol chunks.
 
     It reads the legacy completions API's ``text_completion`` chunks too (``/v1/completions``, as llama.cpp, vLLM,
@@ -140,6 +141,7 @@ class OpenAIConverter:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__()  # over: "an error chunk", which ends it; ended: end() has run
         self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.keeper = Keeper()
         self.made = 0  # blocks made so far (started or held back): the ``at`` of an item kept now
@@ -152,8 +154,6 @@ class OpenAIConverter:
         self.response_id: str | None = None  # the first chunk's id
         self.last_id: str | None = None  # the id of the last chunk that had one
         self.api: str | None = None  # _CHAT or _COMPLETION, once a chunk told which
-        self.failed = False  # an error chunk ended it
-        self.ended = False  # end() has run
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the first of another turn: a chunk with a delta whose ``id`` is not this turn's,
@@ -161,14 +161,14 @@ class OpenAIConverter:
         servers mint an ``id`` a chunk), or after an error chunk. An SSE body's ``[DONE]`` ends a turn too (the
         reader of recordings says so). Without an ``id``, turns cannot be told apart."""
         found = event.get("id")
-        if self.failed:  # after an error chunk, any response but this one's
+        if self.over is not None:  # after an error chunk, any response but this one's
             return isinstance(found, str) and bool(found) and found != self.response_id
         return self.finish_reason is not None and _new_id(found, self.response_id) and _opens(event)
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
         if event.get("error"):
-            self.failed = True  # the stream is over: a recording may hold another response after it
+            self.over = "an error chunk"  # the stream is over: a recording may hold another response after it
             raise stream_failure(event, "in the stream")
         if self.begins_turn(event):
             raise another_turn("a chunk with a new id after a finish_reason", "from_openai_chunks")
@@ -333,16 +333,13 @@ class OpenAIConverter:
             return
         self.queue.add(block, arguments)
 
-    def end(self) -> list[StreamChunk]:
+    def close(self) -> list[StreamChunk]:
         """The response is over: end the blocks, then ``usage`` (when the provider sent it) and ``finish``.
 
         Raises ``STREAM_CLOSED`` when no finish reason came, ``EMPTY_RESPONSE`` for a ``stop`` with no content
         (neither a block nor a kept part). The finish carries ``replayState``: ``response`` (the first chunk's
-        ``id`` and ``model``, when it had them) and ``kept`` (when a part was kept). A second call gives nothing.
+        ``id`` and ``model``, when it had them) and ``kept`` (when a part was kept).
         """
-        if self.ended:
-            return []
-        self.ended = True
         finish = stop_reason(self.finish_reason, _FINISH, "finish_reason")
         out = self.queue.finish(finish, empty=self.queue.made == 0 and not self.keeper.items)
         named = {key: value for key, value in (("id", self.response_id), ("model", self.model)) if value}

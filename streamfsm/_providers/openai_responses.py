@@ -34,6 +34,7 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import responses_failure, stream_failure
 from .convert import (
+    TurnState,
     as_event,
     closing,
     convert,
@@ -168,7 +169,7 @@ class _Item:
         self.server = False  # a call the server runs itself: kept, never a client call
 
 
-class OpenAIResponsesConverter:
+class OpenAIResponsesConverter(TurnState):
     """Turns Responses API stream events into block-protocol chunks.
 
     Blocks are numbered in the order their content first comes and kept one open at a time (:mod:`.held`), so
@@ -188,13 +189,13 @@ class OpenAIResponsesConverter:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__()  # over: the event that ended the response
         self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
         self.keeper = Keeper()
         self.items: dict[int, _Item] = {}  # by output_index
         self.meta: list[dict[str, Any]] = []  # one entry per block, in order
         self.calls = 0
         self.response: dict[str, Any] = {}
-        self.ended: str | None = None  # the event that ended the response
         self.created = False  # its response.created came
         # The names of the client's own tools (function, custom), when the response lists its tools: a call of
         # another name is one the server runs (xAI's search tools come as custom_tool_call items).
@@ -206,14 +207,14 @@ class OpenAIResponsesConverter:
         """Whether ``event`` is the first of another turn: a response's first event (``response.created``,
         ``.queued`` or ``.in_progress``) after this turn's terminal event (``response.completed``,
         ``response.incomplete``, ``response.failed``, or an ``error`` event)."""
-        return self.ended is not None and event.get("type") in _STARTS
+        return self.over is not None and event.get("type") in _STARTS
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one event; returns the protocol chunks it completes."""
         kind = event.get("type")
-        if self.ended is not None:
+        if self.over is not None:
             reader = "from_openai_responses_events" if self.begins_turn(event) else None
-            raise ended_turn(f"event {quote(kind)}", self.ended, reader)
+            raise ended_turn(f"event {quote(kind)}", self.over, reader)
         if not isinstance(kind, str):
             names = sorted(key for key in event if isinstance(key, str))[:8]  # a dict given may have other keys
             raise malformed(f"an event without a 'type': {[name[:40] for name in names]}")
@@ -221,7 +222,7 @@ class OpenAIResponsesConverter:
         if handler is not None:
             handler(self, event)
         elif kind == "error":
-            self.ended = kind  # the response is over: a recording may hold another after it
+            self.over = kind  # the response is over: a recording may hold another after it
             error = event.get("error")
             if not isinstance(error, Mapping):  # the SDK's ResponseErrorEvent: code, message and param on the event
                 error = {key: event[key] for key in ("code", "message", "param") if key in event}
@@ -230,7 +231,7 @@ class OpenAIResponsesConverter:
             return self._finish(kind, self._response(event))
         elif kind == "response.failed":
             failure = responses_failure(self._response(event))
-            self.ended = kind
+            self.over = kind
             raise failure
         return self.queue.take()
 
@@ -490,7 +491,7 @@ class OpenAIResponsesConverter:
     # --- The end ---
 
     def _finish(self, kind: str, response: Mapping[str, Any]) -> list[StreamChunk]:
-        self.ended = kind
+        self.over = kind
         queue = self.queue
         if kind == "response.completed":
             finish = stop_or_calls({"kind": "stop"}, self.calls)
@@ -531,9 +532,9 @@ class OpenAIResponsesConverter:
             if entry.get(key) in names:
                 entry[key] = names[entry[key]]
 
-    def end(self) -> list[StreamChunk]:
+    def close(self) -> list[StreamChunk]:
         """The input is over: nothing more once the response ended, else ``STREAM_CLOSED``."""
-        if self.ended is None:
+        if self.over is None:
             raise LlmError(
                 "the stream ended without response.completed, response.incomplete or response.failed",
                 ErrorCode.STREAM_CLOSED,

@@ -30,6 +30,7 @@ COMPILED = [
     "streamfsm/_blocks.py",
     "streamfsm/_messages.py",
     "streamfsm/_construct.py",
+    "streamfsm/_arguments.py",
 ]
 
 #: What a compiling build needs: mypy carries mypyc, pinned to the version the build was tested with; it

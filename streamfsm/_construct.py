@@ -6,8 +6,8 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel
 
+from ._arguments import ORJSON_MAX
 from ._models import (
-    ORJSON_MAX,
     FinishReason,
     ReasoningBlock,
     TextBlock,

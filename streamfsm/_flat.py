@@ -26,8 +26,9 @@ from typing import Annotated, Any, Literal, NoReturn, TypeAlias
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from ._arguments import parse_arguments
 from ._errors import ErrorCode, LlmError
-from ._models import SafetyCheck, Usage, WireModel, parse_arguments
+from ._models import SafetyCheck, Usage, WireModel
 from ._quote import quote
 from ._wire import FinishKind
 

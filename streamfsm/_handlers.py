@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from . import _shape
+from ._arguments import parse_arguments
 from ._blocks import Keys, bytes_since, open_buffer, utf8_len
 from ._compile import mypyc_attr
 from ._config import Policy
@@ -38,7 +39,7 @@ from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_mo
 from ._errors import ErrorCode
 from ._json import copy_json, json_size
 from ._messages import printable_kind, short, type_of
-from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock, parse_arguments
+from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock
 from ._stream import Stream
 from ._table import FAILED, FINISHED, IN_BLOCK, READY, ROUTES, STATES
 

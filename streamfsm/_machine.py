@@ -22,6 +22,7 @@ from typing import Any, Final
 import orjson
 
 from . import _shape
+from ._arguments import parse_arguments
 from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, open_buffer
 from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
@@ -36,7 +37,6 @@ from ._models import (
     StreamSummary,
     ToolCallBlock,
     kept_blocks,
-    parse_arguments,
     partial_object,
 )
 from ._table import FAILED, FINISHED, IN_BLOCK, diagram

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._models import StreamResult, ToolCallBlock, parse_arguments
+from ._arguments import parse_arguments
+from ._models import StreamResult, ToolCallBlock
 
 __all__ = ["Difference", "Parity", "parity"]
 

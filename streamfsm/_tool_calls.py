@@ -37,7 +37,8 @@ import orjson
 from pydantic_core import to_jsonable_python
 
 from ._abort import AbortController
-from ._models import ORJSON_MAX, SafetyCheck, ToolCallBlock, parse_arguments
+from ._arguments import ORJSON_MAX, parse_arguments
+from ._models import SafetyCheck, ToolCallBlock
 from ._observe import Logger, log_tool_abandoned, log_tool_error
 from ._quote import quote
 from ._tools import TOOL_SIGNAL, Tool, ToolError

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ._abort import AbortSignal
 from ._adapter import ToolSchema
-from ._models import parse_arguments
+from ._arguments import parse_arguments
 
 __all__ = ["TOOL_SIGNAL", "Tool", "ToolError", "tool", "tool_signal"]
 

@@ -405,7 +405,7 @@ def agree(
 
 
 #: The modules mypyc compiles together (``COMPILED`` in ``_build/streamfsm_build.py``), importer after imported.
-MACHINE_MODULES = ("_table", "_blocks", "_messages", "_construct", "_stream", "_handlers", "_machine")
+MACHINE_MODULES = ("_arguments", "_table", "_blocks", "_messages", "_construct", "_stream", "_handlers", "_machine")
 
 
 def source_machine() -> ModuleType:

@@ -9,7 +9,7 @@ from start to end): each path either goes deeper into the open containers or lea
 or the next array element. A path that goes back into a container already closed, names a key twice, skips an
 array index or sets the root is not a JSON document written in order: ``MALFORMED_RESPONSE``, saying which.
 Every step costs time in proportion to the path's length: linear in the input. A path is read no further than
-:data:`~streamfsm._models.MAX_DEPTH` (1,024) segments, the most levels tool arguments may nest: a deeper one is
+:data:`~streamfsm._arguments.MAX_DEPTH` (1,024) segments, the most levels tool arguments may nest: a deeper one is
 ``MALFORMED_RESPONSE`` as soon as its segment 1,025 is read, so what one path costs (its segments, the levels it
 opens) is bounded whatever its length.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .._models import MAX_DEPTH
+from .._arguments import MAX_DEPTH
 from .._quote import quote
 from .._shape import MAX_INT
 from .convert import malformed

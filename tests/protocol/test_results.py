@@ -37,7 +37,7 @@ from ..builders import (
 )
 from ..data import SEED_CHUNKS, SESSIONS
 
-ORJSON_MAX = 16_384  # streamfsm._models.ORJSON_MAX, written out
+ORJSON_MAX = 16_384  # streamfsm._arguments.ORJSON_MAX, written out
 
 
 def models(result: sf.StreamResult) -> list[BaseModel]:

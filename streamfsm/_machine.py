@@ -17,7 +17,7 @@ runs as such with ``STREAMFSM_PURE=1``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -150,7 +150,11 @@ class StreamAssembler(Handlers):
 
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Accept one chunk, or raise :class:`LlmError` (with ``chunk_index``) if it breaks a rule."""
-        self._feed(chunk)
+        try:
+            self._feed(chunk)
+        except LlmError as err:
+            _hint(self, err, chunk)
+            raise
 
     def feed_many(self, chunks: Iterable[Mapping[str, Any]]) -> None:
         """Feed chunks in order, as many ``feed`` calls would.
@@ -164,8 +168,10 @@ class StreamAssembler(Handlers):
                 feeding = True
                 self._feed(chunk)
                 feeding = False
-        except BaseException:
+        except BaseException as exc:
             self._source_failed = not feeding
+            if feeding and isinstance(exc, LlmError):
+                _hint(self, exc, chunk)
             raise
 
     def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
@@ -186,9 +192,9 @@ class StreamAssembler(Handlers):
             from ._lines import not_json  # the cold path: its position as a column of the line
 
             text = line if isinstance(line, str) else line.decode("utf-8", "backslashreplace")
-            self._feed(_shape.InvalidLine(text.strip(), not_json(exc)))
+            self.feed(cast(Any, _shape.InvalidLine(text.strip(), not_json(exc))))  # refused, as a chunk
             raise AssertionError("unreachable: a line that is not JSON is always rejected") from exc
-        self._feed(chunk)
+        self.feed(chunk)
         return chunk
 
     def feed_lines(self, lines: Iterable[bytes | bytearray | memoryview | str]) -> None:
@@ -234,7 +240,11 @@ class StreamAssembler(Handlers):
                 refused = True
                 continue
             refused = False
-            self._feed(chunk)
+            try:
+                self._feed(chunk)
+            except LlmError as err:
+                _hint(self, err, chunk)
+                raise
             yield chunk
         if end:
             self.end()
@@ -415,6 +425,23 @@ def _restored(cls: type[StreamAssembler], settings: tuple[Any, ...], state: tupl
             m._hot = b
     m._row = m._rows[m._state]
     return m
+
+
+def _hint(m: StreamAssembler, err: LlmError, chunk: object) -> None:
+    """What a refused chunk that is a provider's event (or a line of a server-sent events body) is, and what reads it,
+    added to the refusal as it leaves the machine: the machine knows no provider, the recordings' reader does
+    (``_recordings.converter_hint``). Only the refusal of this chunk (not a failure raised again) is a candidate."""
+    if err is not m._error or err.code != ErrorCode.INVALID_CHUNK or err.chunk_index != m._count - 1:
+        return
+    if type(chunk) is dict and chunk.get("type") in _shape.CHUNK_TYPES:  # refused for another field than its type
+        return
+    from ._recordings import converter_hint  # the cold path: a refusal
+
+    hint = converter_hint(chunk)
+    end = f" (state {err.state})"
+    if hint and err.message.endswith(end) and hint not in err.message:
+        err.message = f"{err.message.removesuffix(end)}{hint}{end}"
+        err.args = (err.message,)
 
 
 def _not_a_flag(raw_arguments: object, results: object) -> None:

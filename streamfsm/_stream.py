@@ -94,13 +94,8 @@ class Stream(Room):
         try:
             return _shape.check(chunk, self._interleave)
         except _shape.ShapeError as exc:
-            from ._recordings import converter_hint  # a provider's event fed as a chunk: the converter to use
-
             where = f"field {exc.field!r} " if exc.field else ""
-            hint = converter_hint(chunk) if exc.field in ("", "type") else ""
-            self._fail(
-                ErrorCode.INVALID_CHUNK, f"invalid {type_of(chunk)}: {where}{exc.reason}{hint} (state {state})", n
-            )
+            self._fail(ErrorCode.INVALID_CHUNK, f"invalid {type_of(chunk)}: {where}{exc.reason} (state {state})", n)
         except Exception as exc:  # a hostile mapping: its keys or values raise when read
             self._fail(
                 ErrorCode.INVALID_CHUNK,

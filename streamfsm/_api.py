@@ -65,7 +65,8 @@ def assemble(
         if asm.source_failed and isinstance(exc, Exception) and not isinstance(exc, LlmError):
             raise _upstream_error(exc, asm) from exc
         raise
-    close_upstream(iterator)
+    if type(iterator) not in _NOTHING_TO_CLOSE:
+        close_upstream(iterator)
     return asm.close()
 
 
@@ -358,6 +359,8 @@ def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:
     ``quietly`` while another exception is on its way out: what closing raises then (an ``Exception``) is
     dropped, so that the exception in flight is the one raised. On the way out of a success, it is raised.
     """
+    if type(iterator) in _NOTHING_TO_CLOSE:
+        return
     close = getattr(iterator, "close", None)
     if close is not None:
         if quietly:
@@ -365,6 +368,11 @@ def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:
                 close()
         else:
             close()
+
+
+#: The iterators of the built-in containers: nothing to close (``getattr(..., "close", None)`` on one makes and drops
+#: an ``AttributeError``, which costs as much as a chunk's checks).
+_NOTHING_TO_CLOSE: Final = frozenset(map(type, map(iter, ([], (), "", range(0), {}, set()))))
 
 
 async def aclose_upstream(iterator: AsyncIterator[Any], *, quietly: bool = False) -> None:

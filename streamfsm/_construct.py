@@ -19,7 +19,7 @@ from ._models import (
 __all__ = ["PLAIN_FINISH", "TEXT_MODEL", "construct", "tool_call", "usage_model"]
 
 M = TypeVar("M", bound=BaseModel)
-_FIELDS_SET: dict[type[BaseModel], set[str]] = {}
+_FIELDS_SET: Final[dict[type[BaseModel], set[str]]] = {}
 _BLANK: Final = _Blank  # a Final name is a C static in the compiled module, an import a dict lookup
 TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}
 #: The finish reasons without a failure: frozen, so one instance of each serves every stream. Every

@@ -204,15 +204,16 @@ class Room:
         "_stream_bytes",
     )
 
-    def __init__(self, max_chunks: int, max_blocks: int, max_bytes: int, max_stream: int) -> None:
-        self._max_chunks = max_chunks
-        self._max_blocks = max_blocks
-        self._max_bytes = max_bytes
-        self._max_stream = max_stream
-        self._fast_cap = max_bytes // 4
-        self._count = 0  # chunks fed: the position of the next one
-        self._stream_bytes = 0  # UTF-8 bytes of the stream's blocks counted so far (see Buffer.counted)
-        self._hot: Buffer | None = None
+    # The limits, as plain values (a model's attributes are slow to read), and the quarter of the block limit that
+    # units may reach before bytes are counted exactly (see Buffer.size). Set by the machine's one constructor.
+    _max_chunks: int
+    _max_blocks: int
+    _max_bytes: int
+    _max_stream: int
+    _fast_cap: int
+    _count: int  # chunks fed: the position of the next one
+    _stream_bytes: int  # UTF-8 bytes of the stream's blocks counted so far (see Buffer.counted)
+    _hot: Buffer | None
 
     def _heat(self, block: Buffer) -> Buffer:
         """``block`` becomes the hot block: its cap no further than the stream's room allows (returned)."""

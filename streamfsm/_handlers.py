@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from . import _shape
 from ._arguments import parse_arguments
-from ._blocks import Keys, bytes_since, open_buffer, utf8_len
+from ._blocks import Buffer, Keys, bytes_since, open_buffer, utf8_len
 from ._compile import mypyc_attr
 from ._config import Policy
 from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_model
@@ -43,7 +43,7 @@ from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock
 from ._stream import Stream
 from ._table import FAILED, FINISHED, IN_BLOCK, READY, ROUTES, STATES
 
-__all__ = ["Handlers", "Route"]
+__all__ = ["BLOCK_END", "BLOCK_START", "DELTA", "FINISH", "USAGE", "Handlers", "Route", "start_rows"]
 
 _CUT_OFF: Final = frozenset({"max-tokens", "error", "aborted"})
 _USAGE_REQUIRED: Final = frozenset({"stop", "tool-calls", "max-tokens"})
@@ -51,36 +51,16 @@ _MAX_INT: Final = _shape.MAX_INT
 _BLOCK_TYPES: Final = _shape.BLOCK_TYPES
 _ABSENT: Final = object()
 _HARNESS: Final = Policy.HARNESS
-_MISSED: Final = object()  # a tool call's delta that does not meet the expectation
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
 class Handlers(Stream):
     """The dispatch and the handlers of the chunk types (the base of ``StreamAssembler``)."""
 
-    __slots__ = ("_last", "_last_type", "_row", "_rows")
+    __slots__ = ("_last", "_last_type")
 
-    def __init__(
-        self,
-        policy: Policy,
-        max_chunks: int,
-        max_blocks: int,
-        max_bytes: int,
-        max_stream: int,
-        raw_arguments: bool,
-        results: bool,
-        keys: Keys,
-    ) -> None:
-        super().__init__(policy, max_chunks, max_blocks, max_bytes, max_stream, raw_arguments, results, keys)
-        start = _HARNESS_ROWS if self._interleave else _STRICT_ROWS
-        self._rows = start.by_state
-        self._row = start.ready
-        self._last: Route = start.first  # the route the last chunk of type _last_type took (see _feed)
-        self._last_type = start.first.chunk_type
-
-    def _halt(self) -> None:
-        """The machine has failed: no route from here (every chunk raises the error again)."""
-        self._row = self._rows[FAILED]
+    _last: Route  # the route the last chunk of type _last_type took (the memo of _feed)
+    _last_type: str
 
     # -- the dispatch: one lookup a chunk ---------------------------------------------------------
 
@@ -88,12 +68,16 @@ class Handlers(Stream):
         """Route ``chunk`` by (state, type), run its handler, and move to the state its route names.
 
         The lookup is memoised: a chunk of the type the last one looked up had, in the state that route is in, takes
-        the same route.
+        the same route. A delta first meets the expectation of the hot block's next delta: its route, its index, text
+        within the room its cap leaves (the block's, the stream's and the chunk limit's), and for a tool call its id
+        and its tool's name as said (if at all). One that meets it breaks no rule and is appended; any other goes
+        through the rules (:meth:`_delta`).
         """
         n = self._count
         route: Route | None = None
         if type(chunk) is dict:
-            t = chunk.get(self._keys.type)
+            keys = self._keys
+            t = chunk.get(keys.type)
             if type(t) is str:
                 kind: str = t
                 last = self._last
@@ -105,12 +89,36 @@ class Handlers(Stream):
                     if route is not None:
                         self._last = route
                         self._last_type = kind  # the chunk's own object: the next one is often the same
+                block = self._hot
+                if block is not None and block.route is route and route is not None:  # the expectation
+                    value = chunk.get(block.field)
+                    index = chunk.get(keys.index)
+                    if type(value) is str and type(index) is int and index == block.index:
+                        text: str = value
+                        size = block.size + len(text) + 1
+                        if size <= block.cap and (block.expected_id is None or _same_call(chunk, block, keys)):
+                            block.size = size
+                            block.parts.append(text)
+                            self._count = n + 1
+                            return
         if route is None:
             chunk, route = self._route_in_full(chunk, n)
         else:
             self._count = n + 1
         c: dict[str, Any] = chunk  # type: ignore[assignment]
-        if route.run(self, c, n):
+        handler = route.handler
+        if handler == DELTA:
+            self._delta(c, route.chunk_type, n)
+            held = True
+        elif handler == BLOCK_END:
+            held = self._on_block_end(c, route, n)
+        elif handler == BLOCK_START:
+            held = self._on_block_start(c, route, n)
+        elif handler == USAGE:
+            held = self._on_usage(c, route, n)
+        else:
+            held = self._on_finish(c, route, n)
+        if held:
             if not route.stays:
                 self._state = route.dest
                 self._row = route.dest_row
@@ -450,92 +458,52 @@ def _count_or_absent(value: object) -> bool:
     return value is _ABSENT or (type(value) is int and 0 <= value <= _MAX_INT)
 
 
+def _same_call(c: dict[str, Any], block: Buffer, keys: Keys) -> bool:
+    """Whether a tool call's delta carries the block's id, and names its tool as the block's deltas did (if at all)."""
+    cid = c.get(keys.id)
+    if type(cid) is not str or cid != block.expected_id:
+        return False
+    if len(c) > 4 and keys.name in c:  # four keys are the four read: no name
+        name = c[keys.name]
+        return type(name) is str and name == block.name
+    return True
+
+
+#: The handlers, as a route names them (``Route.handler``): the dispatch's switch reads the number.
+BLOCK_START: Final = 0
+DELTA: Final = 1
+BLOCK_END: Final = 2
+USAGE: Final = 3
+FINISH: Final = 4
+_HANDLERS: Final[dict[str, int]] = {
+    "block-start": BLOCK_START,
+    "delta": DELTA,
+    "block-end": BLOCK_END,
+    "usage": USAGE,
+    "finish": FINISH,
+}
+
+
 class Route:
     """An entry of the table: the handler of a chunk type in a state, and the state it leads to.
 
-    ``dest`` is the next state when the handler's guard holds (or it reads none), ``otherwise`` when it fails;
-    each with its row, the routes of that state. A guard that fails where the table has no state to go to
-    ``refuses`` the chunk.
+    ``handler`` is the handler's number (:data:`DELTA`, ...). ``dest`` is the next state when the handler's guard
+    holds (or it reads none), ``otherwise`` when it fails; each with its row, the routes of that state. A guard that
+    fails where the table has no state to go to ``refuses`` the chunk.
     """
 
-    __slots__ = ("chunk_type", "dest", "dest_row", "otherwise", "otherwise_row", "refuses", "row", "stays")
+    __slots__ = ("chunk_type", "dest", "dest_row", "handler", "otherwise", "otherwise_row", "refuses", "row", "stays")
 
-    def __init__(self, row: dict[str, Route], chunk_type: str, dest: str, otherwise: str | None) -> None:
+    def __init__(self, row: dict[str, Route], chunk_type: str, handler: int, dest: str, otherwise: str | None) -> None:
         self.row = row  # the state's row this route is in
         self.chunk_type = chunk_type
+        self.handler = handler
         self.dest = dest
         self.refuses = otherwise is None
         self.stays = False  # whether ``dest`` is the state this route is in (set with the rows)
         self.otherwise = otherwise if otherwise is not None else dest
         self.dest_row: dict[str, Route] = {}
         self.otherwise_row: dict[str, Route] = {}
-
-    def run(self, m: Handlers, c: dict[str, Any], n: int) -> bool:
-        """Run the handler: True when the guard held (or none is read), False when it failed with a state to go to."""
-        raise NotImplementedError
-
-
-class _BlockStart(Route):
-    def run(self, m: Handlers, c: dict[str, Any], n: int) -> bool:
-        return m._on_block_start(c, self, n)
-
-
-class _Delta(Route):
-    def run(self, m: Handlers, c: dict[str, Any], n: int) -> bool:
-        """The delta handler: the expectation of the hot block's next delta, else the rules (``Handlers._delta``).
-
-        A delta of the hot block's route, for its index, with text, within the room its cap leaves (the block's,
-        the stream's and the chunk limit's), carrying the block's id and naming its tool as it did (if at all),
-        breaks no rule: it is appended. Anything else, including what would fail, goes through the rules.
-        """
-        block = m._hot
-        if block is not None and block.route is self:
-            keys = m._keys
-            value = c.get(block.field)
-            index = c.get(keys.index)
-            if type(value) is str and type(index) is int and index == block.index:
-                text: str = value
-                size = block.size + len(text) + 1
-                if size <= block.cap:
-                    expected = block.expected_id
-                    if expected is not None:  # a tool call: its id, and its name if this delta repeats it
-                        cid = c.get(keys.id)
-                        if type(cid) is not str or cid != expected:
-                            expected = _MISSED
-                        elif len(c) > 4 and keys.name in c:  # four keys are the four read: no name
-                            name = c[keys.name]
-                            if type(name) is not str or name != block.name:
-                                expected = _MISSED
-                    if expected is not _MISSED:
-                        block.size = size
-                        block.parts.append(text)
-                        return True
-        m._delta(c, self.chunk_type, n)
-        return True
-
-
-class _BlockEnd(Route):
-    def run(self, m: Handlers, c: dict[str, Any], n: int) -> bool:
-        return m._on_block_end(c, self, n)
-
-
-class _Usage(Route):
-    def run(self, m: Handlers, c: dict[str, Any], n: int) -> bool:
-        return m._on_usage(c, self, n)
-
-
-class _Finish(Route):
-    def run(self, m: Handlers, c: dict[str, Any], n: int) -> bool:
-        return m._on_finish(c, self, n)
-
-
-_HANDLERS: Final[dict[str, type[Route]]] = {
-    "block-start": _BlockStart,
-    "delta": _Delta,
-    "block-end": _BlockEnd,
-    "usage": _Usage,
-    "finish": _Finish,
-}
 
 
 class _Rows:
@@ -547,7 +515,7 @@ class _Rows:
     def __init__(self, policy: Policy) -> None:
         rows: dict[str, dict[str, Route]] = {state: {} for state in STATES}
         for (state, chunk_type), (handler, dest, _guard, otherwise) in ROUTES[policy].items():
-            route = _HANDLERS[handler](rows[state], chunk_type, dest, otherwise)
+            route = Route(rows[state], chunk_type, _HANDLERS[handler], dest, otherwise)
             route.dest_row = rows[dest]
             route.otherwise_row = rows[route.otherwise]
             route.stays = dest == state
@@ -559,3 +527,8 @@ class _Rows:
 
 _STRICT_ROWS: Final = _Rows(Policy.STRICT)
 _HARNESS_ROWS: Final = _Rows(Policy.HARNESS)
+
+
+def start_rows(policy: Policy) -> _Rows:
+    """The rows a stream under ``policy`` starts with."""
+    return _HARNESS_ROWS if policy is _HARNESS else _STRICT_ROWS

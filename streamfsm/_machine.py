@@ -28,7 +28,7 @@ from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._construct import TEXT_MODEL, construct, usage_model
 from ._errors import ErrorCode, LlmError
-from ._handlers import Handlers
+from ._handlers import Handlers, start_rows
 from ._models import (
     Block,
     OpenBlock,
@@ -39,7 +39,7 @@ from ._models import (
     kept_blocks,
     partial_object,
 )
-from ._table import FAILED, FINISHED, IN_BLOCK, diagram
+from ._table import FAILED, FINISHED, IN_BLOCK, READY, diagram
 from ._wire import CallId
 
 __all__ = ["StreamAssembler", "checker", "diagram"]
@@ -82,23 +82,45 @@ class StreamAssembler(Handlers):
             # a policy's value ("strict") is looked up, not called: calling the enum is slow
             known = _POLICY_BY_VALUE.get(policy) if type(policy) is str else None
             policy = known if known is not None else Policy(policy)
-        # The limits, read once as plain values (a model's attributes are slow to read; the defaults' are read
-        # at import): the one source every check reads.
+        # The one constructor of the machine's rooms: each field is declared (and described) in the room that
+        # reads it (Room, Stream, Handlers). The limits are read once as plain values (a model's attributes are slow
+        # to read; the defaults' are read at import): the one source every check reads.
         if limits is None:
-            super().__init__(
-                policy, _MAX_CHUNKS, _MAX_BLOCKS, _MAX_BYTES, _MAX_STREAM, raw_arguments, results, LITERAL_KEYS
-            )
+            self._max_chunks = _MAX_CHUNKS
+            self._max_blocks = _MAX_BLOCKS
+            self._max_bytes = max_bytes = _MAX_BYTES
+            self._max_stream = _MAX_STREAM
         else:
-            super().__init__(
-                policy,
-                limits.max_chunks,
-                limits.max_blocks,
-                limits.max_block_bytes,
-                limits.max_stream_bytes,
-                raw_arguments,
-                results,
-                LITERAL_KEYS,  # feed_line and accepted_chunks switch to JSON_KEYS
-            )
+            self._max_chunks = limits.max_chunks
+            self._max_blocks = limits.max_blocks
+            self._max_bytes = max_bytes = limits.max_block_bytes
+            self._max_stream = limits.max_stream_bytes
+        self._fast_cap = max_bytes // 4
+        self._count = 0
+        self._stream_bytes = 0
+        self._hot = None
+        self._policy = policy
+        self._interleave = interleave = policy is _HARNESS
+        self._raw_arguments = raw_arguments or interleave
+        self._results = results
+        self._keys = LITERAL_KEYS  # feed_line and accepted_chunks switch to JSON_KEYS
+        self._notes = None
+        self._state = READY
+        rows = start_rows(policy)
+        self._rows = rows.by_state
+        self._row = rows.ready
+        self._last = rows.first
+        self._last_type = rows.first.chunk_type
+        self._open = {}
+        self._started = 0
+        self._done = []
+        self._ids = {}
+        self._tool_calls = 0
+        self._usage = None
+        self._usage_counts = None
+        self._finish = None
+        self._replay = None
+        self._error = None
         self._result: StreamResult | None = None
         self._source_failed = False
 

@@ -17,7 +17,7 @@ from ._config import Policy
 from ._errors import ErrorCode, LlmError
 from ._messages import Note, a, block_name, mismatch, refused, short, type_of
 from ._models import FinishReason
-from ._table import FAILED, READY, accepts, refusal
+from ._table import FAILED, accepts, refusal
 
 __all__ = ["Stream"]
 
@@ -41,6 +41,8 @@ class Stream(Room):
         "_raw_arguments",
         "_replay",
         "_results",
+        "_row",
+        "_rows",
         "_started",
         "_state",
         "_tool_calls",
@@ -48,40 +50,30 @@ class Stream(Room):
         "_usage_counts",
     )
 
-    def __init__(
-        self,
-        policy: Policy,
-        max_chunks: int,
-        max_blocks: int,
-        max_bytes: int,
-        max_stream: int,
-        raw_arguments: bool,
-        results: bool,
-        keys: Keys,
-    ) -> None:
-        super().__init__(max_chunks, max_blocks, max_bytes, max_stream)
-        self._policy = policy
-        self._interleave = interleave = policy is _HARNESS
-        # Tool arguments that are not a JSON object are kept raw (HARNESS, or asked for: the agent loop).
-        self._raw_arguments = raw_arguments or interleave
-        self._results = results
-        self._keys = keys
-        self._notes: dict[ErrorCode, Note] | None = None
-        self._state = READY
-        self._open: dict[int, Buffer] = {}
-        self._started = 0
-        # Each block by index once it has ended (None while open): its model, or without results its type
-        # (a str) or, for a tool call, its (id, name).
-        self._done: list[Any] = []
-        self._ids: dict[str, int] = {}
-        self._tool_calls = 0
-        # The usage chunk's model; without results, its counts (input, output, cache read, cache write,
-        # reasoning; None for one not given) until a summary asks for the model.
-        self._usage: Any = None
-        self._usage_counts: tuple[Any, ...] | None = None
-        self._finish: FinishReason | None = None
-        self._replay: Any = None
-        self._error: LlmError | None = None
+    # What the stream holds; set by the machine's one constructor (``StreamAssembler.__init__``).
+    _policy: Policy
+    _interleave: bool  # the policy is HARNESS
+    _raw_arguments: bool  # tool arguments that are not a JSON object are kept raw (HARNESS, or asked for)
+    _results: bool
+    _keys: Keys  # the key objects the expectation looks a delta's fields up with
+    _notes: dict[ErrorCode, Note] | None
+    _state: str
+    _row: dict[str, Any]  # the current state's routes (``_handlers.Route``), and every state's
+    _rows: dict[str, dict[str, Any]]
+    _open: dict[int, Buffer]
+    _started: int  # the index the next block-start must have
+    # Each block by index once it has ended (None while open): its model, or without results its type (a str)
+    # or, for a tool call, its (id, name).
+    _done: list[Any]
+    _ids: dict[str, int]  # the tool calls' ids, each with its block
+    _tool_calls: int
+    # The usage chunk's model; without results, its counts (input, output, cache read, cache write, reasoning;
+    # None for one not given) until a summary asks for the model.
+    _usage: Any
+    _usage_counts: tuple[Any, ...] | None
+    _finish: FinishReason | None
+    _replay: Any
+    _error: LlmError | None
 
     def _shaped(self, chunk: object, n: int) -> tuple[dict[str, Any], str]:
         """The definition of a chunk's shape (``_shape.check``), for anything the handlers' fast tests doubt.
@@ -218,7 +210,7 @@ class Stream(Room):
         err = LlmError(message, code, chunk_index=n, state=state, expected=accepts(state, self._policy))
         self._error = err
         self._state = FAILED
-        self._halt()
+        self._row = self._rows[FAILED]  # no route from here: every chunk raises the error again
         raise err
 
     def _again(self) -> LlmError:
@@ -237,6 +229,3 @@ class Stream(Room):
 
     def _open_list(self) -> str:
         return ", ".join(block_name(b.index, b.type_name) for b in self._open_blocks())
-
-    def _halt(self) -> None:
-        """The machine has failed: what the dispatch must know (``Handlers`` stops routing)."""

@@ -16,6 +16,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
+from functools import partial
 from typing import IO, Any, Final, TypeVar
 
 from ._config import Limits, Policy
@@ -61,9 +62,8 @@ def assemble(
     except BaseException as exc:
         _misused(exc, chunks, "assemble")
         close_upstream(iterator, quietly=True)
-        # feed_many lets the source's own exceptions through and says which ones they were.
-        if asm.source_failed and isinstance(exc, Exception) and not isinstance(exc, LlmError):
-            raise _upstream_error(exc, asm) from exc
+        # feed_many (the compiled loop) lets the source's own exceptions through and says which ones they were.
+        _wrap_upstream(exc, not asm.source_failed, asm)
         raise
     if type(iterator) not in _NOTHING_TO_CLOSE:
         close_upstream(iterator)
@@ -82,28 +82,8 @@ async def aassemble(
     Upstream failures, ``timeout`` and cancellation are handled as in :func:`avalidate`.
     """
     asm = StreamAssembler(policy, limits)
-    feed = asm.feed
-    try:
-        iterator = aiter(chunks)
-    except TypeError:
-        _not_async(chunks, "aassemble", "sf.assemble(...)")
-        raise
-    idle = None if timeout is None else _Idle(timeout, asm)
-    ours = False  # a chunk is in hand: what is raised now is not the upstream's
-    try:
-        async for chunk in iterator if idle is None else idle.pulled(iterator):
-            ours = True
-            feed(chunk)
-            ours = False
-    except BaseException as exc:
-        await aclose_upstream(iterator, quietly=True)
-        if ours or not isinstance(exc, Exception) or isinstance(exc, LlmError):
-            raise
-        raise _upstream_error(exc, asm) from exc
-    finally:
-        if idle is not None:
-            idle.stop()
-    await aclose_upstream(iterator)
+    # Passing nothing on, the loop runs the whole stream in its first step (no step a chunk).
+    await anext(_checked(chunks, lambda: asm, timeout, "aassemble", "sf.assemble(...)", passing=False), None)
     return asm.close()
 
 
@@ -136,16 +116,13 @@ def validate(
     except BaseException as exc:
         _misused(exc, chunks, "validate")
         close_upstream(iterator, quietly=True)
-        # Only what the upstream's __next__ raised is wrapped: not the machine's verdict on a chunk, nor
-        # what the consumer throws in at the yield, nor a BaseException (a cancellation, GeneratorExit).
-        if ours or not isinstance(exc, Exception) or isinstance(exc, LlmError):
-            raise
-        raise _upstream_error(exc, asm) from exc
+        _wrap_upstream(exc, ours, asm)
+        raise
     close_upstream(iterator)
     asm.end()  # STREAM_TRUNCATED before a finish
 
 
-async def avalidate(
+def avalidate(
     chunks: AsyncIterable[C],
     *,
     policy: Policy | str = Policy.STRICT,
@@ -169,12 +146,28 @@ async def avalidate(
     is created), by one timer a stream that is re-armed only when it runs out; ``None`` (the default)
     waits for ever and adds nothing per chunk. It needs an asyncio event loop.
     """
-    asm = checker(policy, limits)
+    make = partial(checker, policy, limits)
+    return _checked(chunks, make, timeout, "avalidate", "for chunk in sf.validate(...)", passing=True)
+
+
+async def _checked(
+    chunks: AsyncIterable[C],
+    make: Callable[[], StreamAssembler],
+    timeout: float | None,
+    entry: str,
+    instead: str,
+    passing: bool,
+) -> AsyncGenerator[C, None]:
+    """The one async loop: :func:`avalidate`'s generator (``passing``: it yields each chunk once accepted), and
+    :func:`aassemble`'s (it yields none). ``make`` gives the assembler once the generator starts (a bad ``policy``
+    is raised at the first chunk asked, as for a sync generator); ``entry`` and ``instead`` name the entry point
+    and its sync twin for a misuse's message."""
+    asm = make()
     feed = asm.feed
     try:
         iterator = aiter(chunks)
     except TypeError:
-        _not_async(chunks, "avalidate", "for chunk in sf.validate(...)")
+        _not_async(chunks, entry, instead)
         raise
     idle = None if timeout is None else _Idle(timeout, asm)
     ours = False  # a chunk is in hand (fed, or out with the consumer): what is raised now is not the upstream's
@@ -182,13 +175,13 @@ async def avalidate(
         async for chunk in iterator if idle is None else idle.pulled(iterator):
             ours = True
             feed(chunk)
-            yield chunk
+            if passing:
+                yield chunk
             ours = False
     except BaseException as exc:
         await aclose_upstream(iterator, quietly=True)
-        if ours or not isinstance(exc, Exception) or isinstance(exc, LlmError):
-            raise
-        raise _upstream_error(exc, asm) from exc
+        _wrap_upstream(exc, ours, asm)
+        raise
     finally:
         if idle is not None:
             idle.stop()
@@ -389,9 +382,16 @@ async def aclose_upstream(iterator: AsyncIterator[Any], *, quietly: bool = False
             await aclose()
 
 
-def _upstream_error(exc: Exception, asm: StreamAssembler) -> LlmError:
-    """What an upstream's own exception (not an :class:`LlmError`) becomes: ``UNKNOWN``, naming it."""
-    return LlmError.wrap(exc, f"the upstream failed after {asm.chunk_count} chunk(s)")
+def _wrap_upstream(exc: BaseException, ours: bool, asm: StreamAssembler) -> None:
+    """The one rule of what an entry point wraps, called where ``exc`` is caught (the caller then re-raises it).
+
+    Raises ``LlmError(UNKNOWN)`` naming ``exc``, ``from`` it, if ``exc`` is the upstream's own failure: an
+    ``Exception`` raised while no chunk was in hand (``ours`` false: not the machine's verdict on a chunk, nor
+    what the consumer throws in at a yield) that is not an :class:`LlmError`. Returns for anything else: an
+    ``LlmError`` the upstream raises, a chunk's own error, a ``BaseException`` (cancellation, ``GeneratorExit``).
+    """
+    if not ours and isinstance(exc, Exception) and not isinstance(exc, LlmError):
+        raise LlmError.wrap(exc, f"the upstream failed after {asm.chunk_count} chunk(s)") from exc
 
 
 class _Idle:

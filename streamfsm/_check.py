@@ -13,7 +13,7 @@ import contextlib
 import io
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final, cast
 
 import orjson
@@ -95,15 +95,8 @@ class Note:
     count: int
 
     def to_json(self) -> dict[str, Any]:
-        """The note as a JSON object."""
-        return {
-            "code": self.code,
-            "chunk_index": self.chunk_index,
-            "line": self.line,
-            "member": self.member,
-            "message": self.message,
-            "count": self.count,
-        }
+        """The note as a JSON object: its fields, in order."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

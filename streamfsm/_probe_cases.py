@@ -20,25 +20,22 @@ from ._errors import ErrorCode, LlmError
 
 __all__ = ["BUILTIN", "PROBE_CASES", "TOOLS", "ProbeCase", "load_probe_cases"]
 
+
+def _asking(name: str, description: str, parameter: str, about: str) -> ToolSchema:
+    """A tool of one required string parameter, as the built-in cases' tools are."""
+    properties = {parameter: {"type": "string", "description": about}}
+    return ToolSchema(
+        name=name,
+        description=description,
+        parameters={"type": "object", "properties": properties, "required": [parameter]},
+    )
+
+
 #: The tools the built-in cases declare; a user's case names them (``"tools": ["get_weather"]``) or gives its own.
 TOOLS: Final[Mapping[str, ToolSchema]] = {
-    "get_weather": ToolSchema(
-        name="get_weather",
-        description="The current weather in a city.",
-        parameters={
-            "type": "object",
-            "properties": {"city": {"type": "string", "description": "The city, e.g. Paris"}},
-            "required": ["city"],
-        },
-    ),
-    "get_time": ToolSchema(
-        name="get_time",
-        description="The current local time in a time zone.",
-        parameters={
-            "type": "object",
-            "properties": {"timezone": {"type": "string", "description": "An IANA time zone, e.g. Europe/Paris"}},
-            "required": ["timezone"],
-        },
+    "get_weather": _asking("get_weather", "The current weather in a city.", "city", "The city, e.g. Paris"),
+    "get_time": _asking(
+        "get_time", "The current local time in a time zone.", "timezone", "An IANA time zone, e.g. Europe/Paris"
     ),
 }
 

@@ -44,14 +44,14 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Coroutine, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Coroutine, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import metrics, trace
-    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.metrics import Histogram, Meter, MeterProvider
     from opentelemetry.trace import Span, SpanKind, TracerProvider
 except ImportError as exc:  # pragma: no cover - the extra is missing
     from ._extras import missing
@@ -169,6 +169,13 @@ class StreamfsmInstrumentor:
         self._active = None
 
 
+def _histogram(
+    meter: Meter, name: str, description: str, unit: str = "s", buckets: Sequence[float] = DURATION_BUCKETS
+) -> Histogram:
+    """One of the conventions' histograms, with its explicit bucket boundaries (of seconds unless told)."""
+    return meter.create_histogram(name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets)
+
+
 class _Otel(Instrumentation):
     """The tracer, the instruments and the content switch of one :meth:`StreamfsmInstrumentor.instrument`."""
 
@@ -181,29 +188,19 @@ class _Otel(Instrumentation):
         self.tracer = trace.get_tracer("streamfsm", version, tracer_provider)
         meter = metrics.get_meter("streamfsm", version, meter_provider)
         self.capture = capture
-        self.tokens = meter.create_histogram(
-            "gen_ai.client.token.usage",
-            unit="{token}",
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        self.tokens = _histogram(
+            meter, "gen_ai.client.token.usage", "Number of input and output tokens used.", "{token}", TOKEN_BUCKETS
         )
-        self.duration = meter.create_histogram(
-            "gen_ai.client.operation.duration",
-            unit="s",
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )
-        self.first_chunk = meter.create_histogram(
+        self.duration = _histogram(meter, "gen_ai.client.operation.duration", "GenAI operation duration.")
+        self.first_chunk = _histogram(
+            meter,
             "gen_ai.client.operation.time_to_first_chunk",
-            unit="s",
-            description="Time to receive the first chunk, from when the request is issued.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            "Time to receive the first chunk, from when the request is issued.",
         )
-        self.chunk_time = meter.create_histogram(
+        self.chunk_time = _histogram(
+            meter,
             "gen_ai.client.operation.time_per_output_chunk",
-            unit="s",
-            description="Time from the end of the previous chunk to the end of this one, each chunk after the first.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            "Time from the end of the previous chunk to the end of this one, each chunk after the first.",
         )
         self.rejected = meter.create_counter(
             REJECTED_STREAMS,

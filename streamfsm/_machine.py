@@ -349,7 +349,11 @@ class StreamAssembler(Handlers):
             max_block_bytes=self._max_bytes,
             max_stream_bytes=self._max_stream,
         )
-        notes = [(n.code, n.message, n.position, n.count) for n in self._notes.values()] if self._notes else None
+        notes = (
+            [(n.code, n.message, n.position, n.state, n.count, n.last) for n in self._notes.values()]
+            if self._notes
+            else None
+        )
         blocks = [
             (
                 b.type_name,
@@ -399,9 +403,9 @@ def _restored(cls: type[StreamAssembler], settings: tuple[Any, ...], state: tupl
     m._keys = keys = JSON_KEYS if json_keys else LITERAL_KEYS
     if notes is not None:
         m._notes = {}
-        for code, message, position, count in notes:
-            note = m._notes[code] = Note(code, message, position)
-            note.count = count
+        for code, message, position, at, count, last in notes:
+            note = m._notes[code] = Note(code, message, position, at)
+            note.count, note.last = count, last
     for kind, index, parts, flushed, cid, name, size, cap, counted, counted_parts, size_at_count, kept in blocks:
         b = open_buffer(kind, index, 0, keys)
         b.parts, b.flushed, b.id, b.name, b.size, b.cap = list(parts), flushed, cid, name, size, cap

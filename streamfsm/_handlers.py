@@ -258,6 +258,7 @@ class Handlers(Stream):
         ok = type(index) is int and 0 <= index <= _MAX_INT and type(wire) is dict
         if ok:
             kind = wire.get("type")
+            ok = type(kind) is str
         if ok and kind == "tool-call":
             cid = wire.get("id")
             name = wire.get("name")

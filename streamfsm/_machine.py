@@ -131,12 +131,16 @@ class StreamAssembler(Handlers):
 
     @property
     def notes(self) -> list[tuple[LlmError, int]]:
-        """What this stream broke of ``Policy.STRICT`` that its policy accepted, by code, in order of first sight.
+        """What this stream broke of ``Policy.STRICT`` that its policy accepted: one entry per code, in order of first
+        sight, each ``(error, count)``.
 
-        Each entry is the error STRICT would have raised at the first such chunk (its code, position and
-        message), and how many chunks did the same (for a tool call's empty id or name, or an id another
-        block has: how many blocks). Empty under STRICT unless ``raw_arguments`` kept some arguments that
-        are not a JSON object (``TOOL_ARGUMENTS_INVALID``). One entry per code: bounded.
+        ``error`` is the :class:`LlmError` STRICT raises for that rule at the first chunk that broke it: its ``code``,
+        its ``message`` word for word, ``chunk_index`` (that chunk's position), ``state`` (the state the chunk met)
+        and ``expected`` (what that state accepts under STRICT). ``count`` is how many accepted chunks broke the
+        rule, each once (a tool call's empty id or name, or an id another block has, is counted at the chunk that
+        first says it: once a block). A chunk the machine refuses adds no entry and no count. Empty under STRICT
+        unless ``raw_arguments`` kept some arguments that are not a JSON object (``TOOL_ARGUMENTS_INVALID``). One
+        entry per code: bounded.
         """
         return [(note.error, note.count) for note in self._notes.values()] if self._notes else []
 

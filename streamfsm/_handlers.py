@@ -14,12 +14,13 @@ Each handler runs the rules of its chunk type, in the order of SPEC §3, each wr
    with the field and the reason, or gives back a plain, exact-typed copy;
 2. the route's guard, if it reads one (:meth:`Handlers._guard`): where it fails with no state to go to, the
    chunk is refused;
-3. the rules of the chunk's type;
+3. the rules of the chunk's type (one STRICT holds and HARNESS accepts is one call, ``Stream._violation``: STRICT
+   fails, HARNESS notes the same message);
 4. the limits (``Stream._limits``: ``LIMIT_EXCEEDED`` comes last).
 
-Only then is anything committed, so a rejected chunk leaves no trace. A handler returns whether the
-route's guard held; the dispatcher (:meth:`Handlers._feed`) moves to the state the route names for it. A
-handler never writes a state.
+Only then is anything committed, so a rejected chunk leaves no trace (``Stream._fail`` takes back what it
+noted). A handler returns whether the route's guard held; the dispatcher (:meth:`Handlers._feed`) moves to the
+state the route names for it. A handler never writes a state.
 
 The delta handler starts with an expectation: what the next delta of the hot block (the one the last
 chunk went to) must be — its route, its index, its tool call's id, and its room (``Buffer.cap``). A delta

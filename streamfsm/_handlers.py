@@ -14,12 +14,13 @@ Each handler runs the rules of its chunk type, in the order of SPEC §3, each wr
    with the field and the reason, or gives back a plain, exact-typed copy;
 2. the route's guard, if it reads one (:meth:`Handlers._guard`): where it fails with no state to go to, the
    chunk is refused;
-3. the rules of the chunk's type;
+3. the rules of the chunk's type (one STRICT holds and HARNESS accepts is one call, ``Stream._violation``: STRICT
+   fails, HARNESS notes the same message);
 4. the limits (``Stream._limits``: ``LIMIT_EXCEEDED`` comes last).
 
-Only then is anything committed, so a rejected chunk leaves no trace. A handler returns whether the
-route's guard held; the dispatcher (:meth:`Handlers._feed`) moves to the state the route names for it. A
-handler never writes a state.
+Only then is anything committed, so a rejected chunk leaves no trace (``Stream._fail`` takes back what it
+noted). A handler returns whether the route's guard held; the dispatcher (:meth:`Handlers._feed`) moves to the
+state the route names for it. A handler never writes a state.
 
 The delta handler starts with an expectation: what the next delta of the hot block (the one the last
 chunk went to) must be — its route, its index, its tool call's id, and its room (``Buffer.cap``). A delta
@@ -38,7 +39,7 @@ from ._config import Policy
 from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_model
 from ._errors import ErrorCode
 from ._json import copy_json, json_size
-from ._messages import printable_kind, short, type_of
+from ._messages import invalid, short, type_of
 from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock
 from ._stream import Stream
 from ._table import FAILED, FINISHED, IN_BLOCK, READY, ROUTES, STATES
@@ -51,6 +52,7 @@ _MAX_INT: Final = _shape.MAX_INT
 _BLOCK_TYPES: Final = _shape.BLOCK_TYPES
 _ABSENT: Final = object()
 _HARNESS: Final = Policy.HARNESS
+_STRICT: Final = Policy.STRICT
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
@@ -176,19 +178,13 @@ class Handlers(Stream):
         block = open_buffer(kind, index, min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2), self._keys)
         if block.delta_type:
             block.route = self._rows[IN_BLOCK][block.delta_type]
-        if self._interleave and kind not in _BLOCK_TYPES:  # under STRICT the shape refused it
-            self._note(
-                ErrorCode.INVALID_CHUNK,
-                f"block-start for block {index} has a block type the protocol does not know: {short(kind)}",
-                n,
-            )
+        if self._interleave and kind not in _BLOCK_TYPES:  # under STRICT the shape refused it (noted with its words)
+            reason = _shape.unknown_block_type(kind)
+            self._note(ErrorCode.INVALID_CHUNK, invalid("block-start", "blockType", reason, self._state), n)
         open_blocks = self._open
-        if open_blocks:  # HARNESS only: under STRICT the table refused this block-start
-            self._note(
-                ErrorCode.BLOCKS_INTERLEAVED,
-                f"blocks interleave: block {index} ({printable_kind(kind)}) starts while {self._open_list()} is open",
-                n,
-            )
+        if open_blocks:  # HARNESS only: under STRICT the table refused this block-start (noted with its words)
+            interleaved = ErrorCode.BLOCKS_INTERLEAVED
+            self._note(interleaved, self._refused(interleaved, "block-start", c, _STRICT), n)
             self._cool()
         open_blocks[index] = block
         self._done.append(None)
@@ -219,9 +215,10 @@ class Handlers(Stream):
         block = self._block_for(t, index, t[: -len("-delta")], n)
         state = self._state
         if tool:
+            if self._interleave and (cid == "" or name == ""):  # under STRICT the shape refused it (its words noted)
+                self._said_empty(t, "", cid if block.id is None else None, name if block.name is None else None, n)
             if block.id is None:
-                if not self._interleave:
-                    self._check_id_is_new("tool-call-delta", "opens", block, cid, n)
+                self._check_id_is_new("tool-call-delta", "opens", block, cid, n)
             elif cid != block.id:
                 self._fail(
                     ErrorCode.TOOL_CALL_CONFLICT,
@@ -248,8 +245,6 @@ class Handlers(Stream):
             pending += kept
         stream = self._stream_bytes + pending
         self._limits(n, stream, block, size, True)
-        if says and self._interleave:
-            self._note_call(block, cid if block.id is None else None, name if block.name is None else None, n)
         block.size = size
         parts = block.parts
         parts.append(value)
@@ -273,6 +268,7 @@ class Handlers(Stream):
         ok = type(index) is int and 0 <= index <= _MAX_INT and type(wire) is dict
         if ok:
             kind = wire.get("type")
+            ok = type(kind) is str
         if ok and kind == "tool-call":
             cid = wire.get("id")
             name = wire.get("name")
@@ -303,6 +299,10 @@ class Handlers(Stream):
             cid = wire["id"]
             name = wire["name"]
             arguments: str = wire["arguments"]
+            if self._interleave and (cid == "" or name == ""):  # under STRICT the shape refused it (its words noted)
+                self._said_empty(
+                    "block-end", "block.", None if had_deltas else cid, name if block.name is None else None, n
+                )
             if had_deltas:
                 if cid != block.id:
                     self._mismatch(block, "id", cid, block.id or "", n)
@@ -310,33 +310,27 @@ class Handlers(Stream):
                     self._mismatch(block, "name", name, block.name, n)
                 if not block.settle(arguments):
                     self._mismatch(block, "arguments", arguments, block.content(), n)
-            elif not self._interleave:
+            else:
                 self._check_id_is_new("block-end", "carries", block, cid, n)
             parsed, why = parse_arguments(arguments, self._results)  # the values exact only if kept
-            invalid = ""
             if parsed is None:
-                invalid = (
+                self._violation(
+                    ErrorCode.TOOL_ARGUMENTS_INVALID,
                     f"tool call {cid!r} ({name}) in block {block.index}: arguments {short(arguments)} "
-                    f"are not a JSON object: {why}"
+                    f"are not a JSON object: {why} (state {self._state})",
+                    n,
                 )
-                if not self._raw_arguments:
-                    self._fail(ErrorCode.TOOL_ARGUMENTS_INVALID, f"{invalid} (state {self._state})", n)
             # Its id and name count as its bytes do: those its deltas said are counted already (block.kept).
             kept = block.kept
             if not had_deltas or block.name is None:
                 kept += self._kept(block, "" if had_deltas else cid, name if block.name is None else "", n)
             stream = self._block_limits(block, utf8_len(arguments), had_deltas, n, kept)
-            if parsed is None:
-                self._note(ErrorCode.TOOL_ARGUMENTS_INVALID, invalid, n)
             if not self._results:
                 done = (cid, name)
             elif parsed is None:
                 done = construct(ToolCallBlock, {"type": "tool-call", "id": cid, "name": name, "arguments": arguments})
             else:
                 done = tool_call(cid, name, arguments, parsed)
-            if self._interleave and (not had_deltas or block.name is None):
-                # What the deltas did not say already: the id of a block without deltas, a name none gave.
-                self._note_call(block, None if had_deltas else cid, name if block.name is None else None, n)
             self._ids.setdefault(cid, block.index)
             self._tool_calls += 1
         elif block.kind:
@@ -410,26 +404,20 @@ class Handlers(Stream):
             kind = reason["kind"]
         state = self._state
         may_finish = self._guard(route, not self._open or kind in _CUT_OFF, c, n)
-        usage_missing = self._usage is None and self._usage_counts is None and kind in _USAGE_REQUIRED
-        if usage_missing and not self._interleave:
-            self._fail(
+        if self._usage is None and self._usage_counts is None and kind in _USAGE_REQUIRED:
+            self._violation(
                 ErrorCode.USAGE_MISSING,
                 f"finish {kind} without usage (state {state}); under policy strict a "
                 f"{kind} finish needs one usage chunk before it",
                 n,
             )
-        no_call = kind == "tool-calls" and self._tool_calls == 0
-        if no_call and not self._interleave:
-            self._fail(
+        if kind == "tool-calls" and self._tool_calls == 0:
+            self._violation(
                 ErrorCode.FINISH_REASON_MISMATCH,
                 f"finish tool-calls, but the stream completed no tool-call block (state {state})",
                 n,
             )
         self._limits(n, self._stream_bytes)
-        if usage_missing:
-            self._note(ErrorCode.USAGE_MISSING, f"finish {kind} without usage", n)
-        if no_call:
-            self._note(ErrorCode.FINISH_REASON_MISMATCH, "finish tool-calls, but the stream completed no tool call", n)
         if finish is not None and plain:
             self._finish = finish
         else:
@@ -448,8 +436,9 @@ class Handlers(Stream):
             elif kind in _shape.FINISH_KINDS:
                 self._finish = PLAIN_FINISH[kind]
             else:  # HARNESS: a kind the protocol does not know, kept as it came (refused by the shape under STRICT)
-                self._note(ErrorCode.INVALID_CHUNK, f"finish has a kind the protocol does not know: {short(kind)}", n)
                 self._finish = FinishReason.kept_as_it_came(copy_json(reason))
+                reason_kind = _shape.unknown_finish_kind(kind)
+                self._note(ErrorCode.INVALID_CHUNK, invalid("finish", "reason.kind", reason_kind, state), n)
         return may_finish
 
 

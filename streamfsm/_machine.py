@@ -153,12 +153,16 @@ class StreamAssembler(Handlers):
 
     @property
     def notes(self) -> list[tuple[LlmError, int]]:
-        """What this stream broke of ``Policy.STRICT`` that its policy accepted, by code, in order of first sight.
+        """What this stream broke of ``Policy.STRICT`` that its policy accepted: one entry per code, in order of first
+        sight, each ``(error, count)``.
 
-        Each entry is the error STRICT would have raised at the first such chunk (its code, position and
-        message), and how many chunks did the same (for a tool call's empty id or name, or an id another
-        block has: how many blocks). Empty under STRICT unless ``raw_arguments`` kept some arguments that
-        are not a JSON object (``TOOL_ARGUMENTS_INVALID``). One entry per code: bounded.
+        ``error`` is the :class:`LlmError` STRICT raises for that rule at the first chunk that broke it: its ``code``,
+        its ``message`` word for word, ``chunk_index`` (that chunk's position), ``state`` (the state the chunk met)
+        and ``expected`` (what that state accepts under STRICT). ``count`` is how many accepted chunks broke the
+        rule, each once (a tool call's empty id or name, or an id another block has, is counted at the chunk that
+        first says it: once a block). A chunk the machine refuses adds no entry and no count. Empty under STRICT
+        unless ``raw_arguments`` kept some arguments that are not a JSON object (``TOOL_ARGUMENTS_INVALID``). One
+        entry per code: bounded.
         """
         return [(note.error, note.count) for note in self._notes.values()] if self._notes else []
 
@@ -381,7 +385,11 @@ class StreamAssembler(Handlers):
             max_block_bytes=self._max_bytes,
             max_stream_bytes=self._max_stream,
         )
-        notes = [(n.code, n.message, n.position, n.count) for n in self._notes.values()] if self._notes else None
+        notes = (
+            [(n.code, n.message, n.position, n.state, n.count, n.last) for n in self._notes.values()]
+            if self._notes
+            else None
+        )
         blocks = [
             (
                 b.type_name,
@@ -431,9 +439,9 @@ def _restored(cls: type[StreamAssembler], settings: tuple[Any, ...], state: tupl
     m._keys = keys = JSON_KEYS if json_keys else LITERAL_KEYS
     if notes is not None:
         m._notes = {}
-        for code, message, position, count in notes:
-            note = m._notes[code] = Note(code, message, position)
-            note.count = count
+        for code, message, position, at, count, last in notes:
+            note = m._notes[code] = Note(code, message, position, at)
+            note.count, note.last = count, last
     for kind, index, parts, flushed, cid, name, size, cap, counted, counted_parts, size_at_count, kept in blocks:
         b = open_buffer(kind, index, 0, keys)
         b.parts, b.flushed, b.id, b.name, b.size, b.cap = list(parts), flushed, cid, name, size, cap

@@ -8,26 +8,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._config import Policy
 from ._errors import ErrorCode, LlmError
-from ._shape import CHUNK_TYPES
+from ._shape import CHUNK_TYPES, short
+from ._table import accepts
 
 __all__ = [
     "Note",
     "a",
     "block_name",
     "first_difference",
+    "invalid",
     "mismatch",
     "printable_kind",
     "refused",
     "short",
     "type_of",
+    "undo",
     "what",
 ]
-
-
-def short(value: str, limit: int = 40) -> str:
-    """``value`` quoted, cut to ``limit`` characters."""
-    return repr(value if len(value) <= limit else value[: limit - 3] + "...")
 
 
 def printable_kind(kind: str) -> str:
@@ -67,6 +66,12 @@ def mismatch(block: str, field: str, got: str, assembled: str, state: str) -> st
         f"assembled {short(assembled)} (state {state}); they first differ at character {at}: "
         f"{short(got[max(at - 10, 0) : at + 20])} against {short(assembled[max(at - 10, 0) : at + 20])}"
     )
+
+
+def invalid(chunk: str, field: str, reason: str, state: str, hint: str = "") -> str:
+    """``INVALID_CHUNK``: what the shape (``_shape.check``) finds wrong with a ``chunk`` (its type, or ``chunk``)."""
+    where = f"field {field!r} " if field else ""
+    return f"invalid {chunk}: {where}{reason}{hint} (state {state})"
 
 
 def what(t: str, c: dict[str, Any]) -> str:
@@ -123,23 +128,42 @@ def type_of(chunk: object) -> str:
 
 
 class Note:
-    """One entry of ``StreamAssembler.notes``: the first error STRICT would have raised, and how often.
+    """One entry of ``StreamAssembler.notes``: the error STRICT would have raised at the first chunk that broke a
+    rule the policy accepted, and how many accepted chunks broke it.
 
-    The error is made when it is first read: a check that never reads the notes does not pay for one.
+    It holds what that error holds (its code, message, position, and the state the chunk met; ``expected`` is what
+    that state accepts under STRICT), the count, and ``last``, the position of the last chunk that counted it: a
+    chunk counts a note once, and a chunk that then fails takes its count back (:func:`undo`). The error is made
+    when it is first read: a check that never reads the notes does not pay for one.
     """
 
-    __slots__ = ("_error", "code", "count", "message", "position")
+    __slots__ = ("_error", "code", "count", "last", "message", "position", "state")
 
-    def __init__(self, code: ErrorCode, message: str, position: int) -> None:
+    def __init__(self, code: ErrorCode, message: str, position: int, state: str) -> None:
         self.code = code
         self.message = message
         self.position = position
+        self.state = state
         self.count = 1
+        self.last = position
         self._error: LlmError | None = None
 
     @property
     def error(self) -> LlmError:
         """The error STRICT would have raised at the first such chunk."""
         if self._error is None:
-            self._error = LlmError(self.message, self.code, chunk_index=self.position)
+            expected = accepts(self.state, Policy.STRICT)
+            self._error = LlmError(
+                self.message, self.code, chunk_index=self.position, state=self.state, expected=expected
+            )
         return self._error
+
+
+def undo(notes: dict[ErrorCode, Note], n: int) -> None:
+    """Chunk ``n`` failed: the notes it counted take their count back, and those it made are dropped."""
+    for code, note in list(notes.items()):
+        if note.last == n:
+            if note.position == n:
+                del notes[code]
+            else:
+                note.count -= 1

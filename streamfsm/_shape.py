@@ -12,7 +12,20 @@ from typing import Any, Final
 
 from ._json import is_json_value
 
-__all__ = ["BLOCK_TYPES", "CHUNK_TYPES", "FINISH_KINDS", "MAX_INT", "InvalidLine", "ShapeError", "check", "describe"]
+__all__ = [
+    "BLOCK_TYPES",
+    "CHUNK_TYPES",
+    "FINISH_KINDS",
+    "MAX_INT",
+    "NON_EMPTY",
+    "InvalidLine",
+    "ShapeError",
+    "check",
+    "describe",
+    "short",
+    "unknown_block_type",
+    "unknown_finish_kind",
+]
 
 #: The largest int the wire carries (JavaScript's ``Number.MAX_SAFE_INTEGER``).
 MAX_INT: Final = 2**53 - 1
@@ -30,6 +43,24 @@ CHUNK_TYPES: Final = (
     "finish",
 )
 _OPTIONAL_USAGE: Final = ("cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
+
+#: Why a tool call's empty ``id`` or ``name`` is refused (STRICT; HARNESS notes it with these words).
+NON_EMPTY: Final = "must be a non-empty string"
+
+
+def short(value: str, limit: int = 40) -> str:
+    """``value`` quoted, cut to ``limit`` characters (how every message quotes a value)."""
+    return repr(value if len(value) <= limit else value[: limit - 3] + "...")
+
+
+def unknown_block_type(block_type: str) -> str:
+    """Why a block of a type the protocol does not know is refused (STRICT; HARNESS notes it with these words)."""
+    return f"unknown block type {short(block_type)}; expected text, reasoning, tool-call or image"
+
+
+def unknown_finish_kind(kind: str) -> str:
+    """Why a finish of a kind the protocol does not know is refused (STRICT; HARNESS notes it with these words)."""
+    return f"unknown finish kind {short(kind)}; expected one of stop, tool-calls, max-tokens, error, aborted"
 
 
 class InvalidLine:
@@ -97,7 +128,7 @@ def _text(obj: Mapping[str, Any], key: str, path: str, *, non_empty: bool = Fals
     if not isinstance(value, str):
         raise ShapeError(path + key, f"must be a string, got {describe(value)}")
     if non_empty and not value:
-        raise ShapeError(path + key, "must be a non-empty string")
+        raise ShapeError(path + key, NON_EMPTY)
     return value if type(value) is str else str.__str__(value)  # a str subclass, as a plain str
 
 
@@ -145,10 +176,7 @@ def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
         kind = reason["kind"] = _text(reason, "kind", "reason.")
         if kind not in FINISH_KINDS:
             if not harness:
-                raise ShapeError(
-                    "reason.kind",
-                    f"unknown finish kind {kind!r}; expected one of stop, tool-calls, max-tokens, error, aborted",
-                )
+                raise ShapeError("reason.kind", unknown_finish_kind(kind))
             if not is_json_value(reason):
                 raise ShapeError("reason", "must be JSON data")
         if kind in ("error", "aborted"):
@@ -174,9 +202,7 @@ def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
     elif t == "block-start":
         block_type = c["blockType"] = _text(c, "blockType", "")
         if block_type not in BLOCK_TYPES and not harness:
-            raise ShapeError(
-                "blockType", f"unknown block type {block_type!r}; expected text, reasoning, tool-call or image"
-            )
+            raise ShapeError("blockType", unknown_block_type(block_type))
     else:  # block-end
         block = c["block"] = _mapping(c, "block", "")
         block_type = block["type"] = _text(block, "type", "block.")
@@ -192,9 +218,7 @@ def check(chunk: object, harness: bool = False) -> tuple[dict[str, Any], str]:
                 raise ShapeError("block.attachment", "must be JSON data")
             block["attachment"] = attachment
         elif not harness:
-            raise ShapeError(
-                "block.type", f"unknown block type {block_type!r}; expected text, reasoning, tool-call or image"
-            )
+            raise ShapeError("block.type", unknown_block_type(block_type))
         elif not is_json_value(block):
             raise ShapeError("block", "must be JSON data")
     return c, t

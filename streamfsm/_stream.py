@@ -3,7 +3,8 @@
 The base of the handlers (``_handlers``): what the stream holds (its open blocks, what has ended, usage,
 finish, the ids of its tool calls), the definition of a chunk's shape as the handlers ask for it
 (:meth:`Stream._shaped`), the limits in their order, each written once (:meth:`Stream._limits`), the
-notes of what STRICT would have refused (:meth:`Stream._note`), and failing the machine (:meth:`Stream._fail`).
+policy's one decision on a rule STRICT holds and HARNESS accepts (:meth:`Stream._violation`: fail, or note the same
+message), and failing the machine (:meth:`Stream._fail`, which takes back what the failed chunk noted).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ._blocks import Buffer, Keys, Room, utf8_len
 from ._compile import mypyc_attr
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
-from ._messages import Note, a, block_name, mismatch, refused, short, type_of
+from ._messages import Note, a, block_name, invalid, mismatch, refused, type_of, undo
 from ._models import FinishReason
 from ._table import FAILED, accepts, refusal
 
@@ -86,8 +87,7 @@ class Stream(Room):
         try:
             return _shape.check(chunk, self._interleave)
         except _shape.ShapeError as exc:
-            where = f"field {exc.field!r} " if exc.field else ""
-            self._fail(ErrorCode.INVALID_CHUNK, f"invalid {type_of(chunk)}: {where}{exc.reason} (state {state})", n)
+            self._fail(ErrorCode.INVALID_CHUNK, invalid(type_of(chunk), exc.field, exc.reason, state), n)
         except Exception as exc:  # a hostile mapping: its keys or values raise when read
             self._fail(
                 ErrorCode.INVALID_CHUNK,
@@ -97,12 +97,15 @@ class Stream(Room):
 
     def _refuse(self, t: str, c: dict[str, Any], n: int) -> NoReturn:
         """The table refused a chunk of type ``t`` in the current state: its code (``_table.refusal``) and message."""
+        code = refusal(self._state, t, bool(self._open) and not self._interleave)
+        self._fail(code, self._refused(code, t, c, self._policy), n)
+
+    def _refused(self, code: ErrorCode, t: str, c: dict[str, Any], policy: Policy) -> str:
+        """The message of a chunk of type ``t`` the table of ``policy`` refuses with ``code`` in the current state."""
         state = self._state
         open_blocks = self._open
-        code = refusal(state, t, bool(open_blocks) and not self._interleave)
         first = next(iter(open_blocks)) if open_blocks else -1
-        accepted = accepts(state, self._policy)
-        self._fail(code, refused(code, t, c, state, accepted, self._policy.value, self._open_list(), first), n)
+        return refused(code, t, c, state, accepts(state, policy), policy.value, self._open_list(), first)
 
     def _limits(self, n: int, stream: int, block: Buffer | None = None, size: int = 0, exact: bool = False) -> None:
         """The limits of an accepted chunk, in their order: its block's bytes, the stream's bytes, the chunk count.
@@ -162,10 +165,10 @@ class Stream(Room):
         return block
 
     def _check_id_is_new(self, what: str, verb: str, block: Buffer, cid: str, n: int) -> None:
-        """``TOOL_CALL_CONFLICT`` if a call id already belongs to another block of this stream."""
+        """``TOOL_CALL_CONFLICT`` (a :meth:`_violation`) if a call id already belongs to another block of the stream."""
         owner = self._ids.get(cid)
         if owner is not None:
-            self._fail(
+            self._violation(
                 ErrorCode.TOOL_CALL_CONFLICT,
                 f"{what} for block {block.index} {verb} call id {cid!r}, which already belongs to block "
                 f"{owner}: an id belongs to one block per stream (state {self._state})",
@@ -176,30 +179,37 @@ class Stream(Room):
         named = block_name(block.index, block.type_name)
         self._fail(ErrorCode.BLOCK_CONTENT_MISMATCH, mismatch(named, field, got, assembled, self._state), n)
 
+    def _violation(self, code: ErrorCode, message: str, n: int) -> None:
+        """Chunk ``n`` broke a rule STRICT holds and HARNESS accepts: the one decision of the policy.
+
+        STRICT fails with ``message``; HARNESS notes the same ``message`` (so does ``raw_arguments`` for arguments
+        that are no JSON object). Called where STRICT's rule stands, before the limits: if the chunk then fails,
+        :meth:`_fail` takes the note back.
+        """
+        if self._interleave or (self._raw_arguments and code is ErrorCode.TOOL_ARGUMENTS_INVALID):
+            self._note(code, message, n)
+        else:
+            self._fail(code, message, n)
+
     def _note(self, code: ErrorCode, message: str, n: int) -> None:
-        """Record what STRICT would have refused in an accepted chunk (see ``notes``): once per code."""
+        """Record what STRICT would have refused with ``message`` at chunk ``n`` (see ``notes``): the first chunk's
+        error, once per code; a chunk counts it once."""
         notes = self._notes
         if notes is None:
             notes = self._notes = {}
         note = notes.get(code)
         if note is None:
-            notes[code] = Note(code, message, n)
-        else:
+            notes[code] = Note(code, message, n, self._state)
+        elif note.last != n:
             note.count += 1
+            note.last = n
 
-    def _note_call(self, block: Buffer, cid: str | None, name: str | None, n: int) -> None:
-        """HARNESS: a tool call whose id or name (as first said: ``None`` for what was said before) is empty,
-        or whose id another block of the stream already has. Counted once a block for each."""
-        if cid == "" or name == "":
-            empty = " and ".join(what for what, value in (("id", cid), ("name", name)) if value == "")
-            self._note(ErrorCode.INVALID_CHUNK, f"tool call in block {block.index} has an empty {empty}", n)
-        owner = self._ids.get(cid) if cid is not None else None
-        if owner is not None and owner != block.index:
-            self._note(
-                ErrorCode.TOOL_CALL_CONFLICT,
-                f"tool call in block {block.index} has id {short(cid or '')}, which block {owner} already has",
-                n,
-            )
+    def _said_empty(self, t: str, path: str, cid: str | None, name: str | None, n: int) -> None:
+        """HARNESS: a tool call's id or name said empty for the first time (``None``: not said now, or said before),
+        noted with what STRICT's shape says of it (the id first): once a chunk, so once a block for each."""
+        field = "id" if cid == "" else "name" if name == "" else ""
+        if field:
+            self._note(ErrorCode.INVALID_CHUNK, invalid(t, path + field, _shape.NON_EMPTY, self._state), n)
 
     def _limit(self, n: int, what: str) -> NoReturn:
         self._fail(ErrorCode.LIMIT_EXCEEDED, f"limit exceeded: {what} (state {self._state})", n)
@@ -208,6 +218,8 @@ class Stream(Room):
         """Fail the machine: the error says what, where, and the state the chunk met with what it accepted."""
         state = self._state
         err = LlmError(message, code, chunk_index=n, state=state, expected=accepts(state, self._policy))
+        if self._notes:  # what the failed chunk noted is no note: it was not accepted
+            undo(self._notes, n)
         self._error = err
         self._state = FAILED
         self._row = self._rows[FAILED]  # no route from here: every chunk raises the error again

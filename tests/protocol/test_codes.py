@@ -1308,9 +1308,12 @@ def test_harness_accepts_and_notes_what_strict_refuses(code: ErrorCode, index: i
     assert (code, index, 1) in notes, notes
     # Nothing before the chunk STRICT refuses is noted (STRICT accepted it all); its other codes, if any, at it.
     assert {position for _, position, _ in notes} == {index}, notes
-    # A note is the error STRICT would have raised: a message that names no state (nothing failed).
-    for error, _ in asm.notes:
-        assert isinstance(error, LlmError) and error.message and "(state " not in error.message
+    # A note is the error STRICT raises at that chunk: its code, message, position, state and what the state accepts.
+    (noted,) = [error for error, _ in asm.notes if error.code == code]
+    assert isinstance(noted, LlmError)
+    assert (noted.message, noted.chunk_index, noted.state, noted.expected) == (
+        err.message, err.chunk_index, err.state, err.expected,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(("code", "index", "chunks"), [pytest.param(*c[1:], id=c[0]) for c in NOTED if c[2] > 0])

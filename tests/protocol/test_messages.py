@@ -544,54 +544,62 @@ NOTES: dict[str, tuple[sf.Policy, bool, list[Any], list[tuple[sf.ErrorCode, int,
         H, False,
         [start(0, "text"), start(1, "video"), end_block(1, {"type": "video"}), start(2, "image"), end_image(2, {}),
          end_text(0, ""), finish("paused")],
-        [(E.INVALID_CHUNK, 1, "block-start for block 1 has a block type the protocol does not know: 'video'"),
-         (E.BLOCKS_INTERLEAVED, 1, "blocks interleave: block 1 (video) starts while block 0 (text) is open")],
+        [(E.INVALID_CHUNK, 1, "invalid block-start: field 'blockType' unknown block type 'video'; expected text, "
+          "reasoning, tool-call or image (state IN_BLOCK)"),
+         (E.BLOCKS_INTERLEAVED, 1, "block-start for block 1 (video) while block 0 (text) is open (state IN_BLOCK); "
+          "under policy strict blocks may not interleave: expected block-end for block 0 first")],
     ),
     "a finish of an unknown kind": (
         H, False, [U, finish("paused")],
-        [(E.INVALID_CHUNK, 1, "finish has a kind the protocol does not know: 'paused'")],
+        [(E.INVALID_CHUNK, 1, "invalid finish: field 'reason.kind' unknown finish kind 'paused'; expected one of "
+          "stop, tool-calls, max-tokens, error, aborted (state USAGE)")],
     ),
     "a block type that is no identifier, cut at 40 characters": (
         H, False, [start(0, "text"), start(1, "v" * 50 + "\n"), end_block(1, {"type": "v" * 50 + "\n"}),
                    end_text(0, ""), U, STOP],
-        [(E.INVALID_CHUNK, 1, "block-start for block 1 has a block type the protocol does not know: '"
-          + "v" * 37 + "...'"),
-         (E.BLOCKS_INTERLEAVED, 1, "blocks interleave: block 1 ('" + "v" * 37 + "...') starts while block 0 (text) "
-          "is open")],
+        [(E.INVALID_CHUNK, 1, "invalid block-start: field 'blockType' unknown block type '" + "v" * 37 + "...'; "
+          "expected text, reasoning, tool-call or image (state IN_BLOCK)"),
+         (E.BLOCKS_INTERLEAVED, 1, "block-start for block 1 ('" + "v" * 37 + "...') while block 0 (text) is open "
+          "(state IN_BLOCK); under policy strict blocks may not interleave: expected block-end for block 0 first")],
     ),
     "an empty id": (
         H, False, [start(0, "tool-call"), tool_delta(0, "", "{}")],
-        [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty id")],
+        [(E.INVALID_CHUNK, 1, "invalid tool-call-delta: field 'id' must be a non-empty string (state IN_BLOCK)")],
     ),
-    "an empty id and name": (
+    "an empty id and name: the id, as STRICT finds it first": (
         H, False, [start(0, "tool-call"), tool_delta(0, "", "{}", name="")],
-        [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty id and name")],
+        [(E.INVALID_CHUNK, 1, "invalid tool-call-delta: field 'id' must be a non-empty string (state IN_BLOCK)")],
     ),
     "an empty name on a block-end": (
         H, False, [start(0, "tool-call"), end_tool(0, "c", "", "{}")],
-        [(E.INVALID_CHUNK, 1, "tool call in block 0 has an empty name")],
+        [(E.INVALID_CHUNK, 1, "invalid block-end: field 'block.name' must be a non-empty string (state IN_BLOCK)")],
     ),
     "an id a block still open has": (
         H, False, [start(0, "tool-call"), tool_delta(0, "c", "{", name="f"), start(1, "tool-call"),
                    tool_delta(1, "c", "{}", name="g")],
-        [(E.BLOCKS_INTERLEAVED, 2, "blocks interleave: block 1 (tool-call) starts while block 0 (tool-call) is open"),
-         (E.TOOL_CALL_CONFLICT, 3, "tool call in block 1 has id 'c', which block 0 already has")],
+        [(E.BLOCKS_INTERLEAVED, 2, "block-start for block 1 (tool-call) while block 0 (tool-call) is open "
+          "(state IN_BLOCK); under policy strict blocks may not interleave: expected block-end for block 0 first"),
+         (E.TOOL_CALL_CONFLICT, 3, "tool-call-delta for block 1 opens call id 'c', which already belongs to block 0: "
+          "an id belongs to one block per stream (state IN_BLOCK)")],
     ),
-    "an id another block has, arguments that are not an object, no usage": (
+    "an id another block has, arguments that are not an object, no usage: in STRICT's order": (
         H, False, [*tool_block(0, "c"), start(1, "tool-call"), end_tool(1, "c", "g", "[1]"), finish("tool-calls")],
-        [(E.TOOL_ARGUMENTS_INVALID, 4, "tool call 'c' (g) in block 1: arguments '[1]' are not a JSON object: "
-          "arguments must be a JSON object, got list"),
-         (E.TOOL_CALL_CONFLICT, 4, "tool call in block 1 has id 'c', which block 0 already has"),
-         (E.USAGE_MISSING, 5, "finish tool-calls without usage")],
+        [(E.TOOL_CALL_CONFLICT, 4, "block-end for block 1 carries call id 'c', which already belongs to block 0: "
+          "an id belongs to one block per stream (state IN_BLOCK)"),
+         (E.TOOL_ARGUMENTS_INVALID, 4, "tool call 'c' (g) in block 1: arguments '[1]' are not a JSON object: "
+          "arguments must be a JSON object, got list (state IN_BLOCK)"),
+         (E.USAGE_MISSING, 5, "finish tool-calls without usage (state READY); under policy strict a tool-calls "
+          "finish needs one usage chunk before it")],
     ),
     "tool-calls without a tool call": (
         H, False, [U, finish("tool-calls")],
-        [(E.FINISH_REASON_MISMATCH, 1, "finish tool-calls, but the stream completed no tool call")],
+        [(E.FINISH_REASON_MISMATCH, 1, "finish tool-calls, but the stream completed no tool-call block "
+          "(state USAGE)")],
     ),
     "raw arguments under STRICT": (
         S, True, [start(0, "tool-call"), end_tool(0, "c", "f", LIST), U, finish("tool-calls")],
         [(E.TOOL_ARGUMENTS_INVALID, 1, "tool call 'c' (f) in block 0: arguments '[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
-          "1, 1, ...' are not a JSON object: arguments must be a JSON object, got list")],
+          "1, 1, ...' are not a JSON object: arguments must be a JSON object, got list (state IN_BLOCK)")],
     ),
 }  # fmt: skip
 
@@ -608,7 +616,9 @@ def test_the_notes(
     asm = sf.StreamAssembler(policy, raw_arguments=raw)
     FEEDS[feed](asm, chunks)
     assert [(e.code, e.chunk_index, e.message) for e, _ in asm.notes] == notes
-    assert all(isinstance(e, sf.LlmError) for e, _ in asm.notes)
+    for e, _ in asm.notes:  # STRICT's error: the state its message names, and what that state accepts under STRICT
+        assert isinstance(e, sf.LlmError) and f"(state {e.state})" in e.message
+        assert e.state is not None and e.expected == accepts(e.state, sf.Policy.STRICT)
 
 
 @pytest.mark.parametrize(("policy", "raw", "chunks", "notes"), NOTES.values(), ids=NOTES.keys())

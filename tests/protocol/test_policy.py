@@ -1304,6 +1304,20 @@ def test_a_rejected_chunk_leaves_no_note(chunks: list[Chunk]) -> None:
     assert [n for n in notes if n[1] == len(chunks) - 1] == []
 
 
+def test_a_rejected_chunk_takes_back_the_count_it_added() -> None:
+    """A rule is decided where STRICT holds it, before the limits: a chunk that noted it and then failed a limit
+    takes its count back (a note it made is dropped, one it counted again counts one less)."""
+    first = [*tool_block(0, "c"), start(1, "tool-call")]
+    noted = [*first, end_tool(1, "c", "g", "{}"), start(2, "tool-call")]  # block 0's id again: noted
+    past = tool_delta(2, "c", "x" * 50)  # block 0's id again, then past max_block_bytes=40
+    got, notes = fed([*noted, past], HARNESS, sf.Limits(max_block_bytes=40))
+    assert isinstance(got, LlmError) and (got.code, got.chunk_index) == (E.LIMIT_EXCEEDED, len(noted))
+    assert notes == [(E.TOOL_CALL_CONFLICT, len(first), 1)]
+    got, notes = fed([*first, tool_delta(1, "c", "x" * 50)], HARNESS, sf.Limits(max_block_bytes=40))
+    assert isinstance(got, LlmError) and (got.code, got.chunk_index) == (E.LIMIT_EXCEEDED, len(first))
+    assert notes == []
+
+
 def test_notes_stay_after_a_later_error_and_strict_notes_nothing() -> None:
     got, notes = fed([start(0, "video"), end_block(0, {"type": "video"}), text_delta(0, "x")], HARNESS)
     assert isinstance(got, LlmError) and got.code is E.BLOCK_NOT_OPEN

@@ -14,7 +14,7 @@ from .._config import Limits
 from .._models import StreamResult
 from .._wire import StreamChunk
 from .anthropic_messages import AnthropicConverter
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import answer, body_chunks, malformed
 
 __all__ = ["from_anthropic_message", "message_chunks", "message_events"]
 
@@ -40,7 +40,7 @@ WHAT = "a Messages body"
 
 def message_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
     """The block-protocol chunks of the Messages body ``body``: what its stream would have been converted to."""
-    return body_chunks(AnthropicConverter(), lambda: message_events(as_event(body, WHAT)), WHAT)
+    return body_chunks(AnthropicConverter(limits), body, message_events, WHAT)
 
 
 def from_anthropic_message(body: Any, *, limits: Limits | None = None) -> StreamResult:

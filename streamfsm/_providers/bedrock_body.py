@@ -17,7 +17,7 @@ from .._config import Limits
 from .._models import StreamResult
 from .._wire import StreamChunk
 from .bedrock import BedrockConverter, client_failure
-from .convert import answer, as_event, as_object, body_chunks, malformed
+from .convert import answer, as_object, body_chunks, malformed
 
 __all__ = ["converse_chunks", "converse_events", "from_bedrock_response"]
 
@@ -111,7 +111,7 @@ WHAT = "a Converse body"
 
 def converse_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
     """The block-protocol chunks of the converse answer ``body``: what its stream would have been converted to."""
-    return body_chunks(BedrockConverter(limits), lambda: converse_events(as_event(body, WHAT)), WHAT)
+    return body_chunks(BedrockConverter(limits), body, converse_events, WHAT)
 
 
 def from_bedrock_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

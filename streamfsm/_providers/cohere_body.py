@@ -16,7 +16,7 @@ from .._config import Limits
 from .._models import StreamResult
 from .._wire import StreamChunk
 from .cohere import CohereConverter
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import answer, body_chunks, malformed
 
 __all__ = ["chat_chunks", "chat_events", "from_cohere_response"]
 
@@ -85,7 +85,7 @@ WHAT = "a v2 chat body"
 
 def chat_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
     """The block-protocol chunks of the v2 chat answer ``body``: what its stream would have been converted to."""
-    return body_chunks(CohereConverter(limits), lambda: chat_events(as_event(body, WHAT)), WHAT)
+    return body_chunks(CohereConverter(limits), body, chat_events, WHAT)
 
 
 def from_cohere_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

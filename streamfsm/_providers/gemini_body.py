@@ -25,7 +25,7 @@ WHAT = "a GenerateContentResponse body"
 
 def generate_content_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
     """The block-protocol chunks of the GenerateContentResponse ``body``: what its stream would convert to."""
-    return body_chunks(GeminiConverter(limits), lambda: [gemini_event(body)], WHAT)
+    return body_chunks(GeminiConverter(limits), body, lambda event: (event,), WHAT, gemini_event)
 
 
 def from_gemini_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

@@ -14,7 +14,7 @@ from typing import Any
 from .._config import Limits
 from .._models import StreamResult
 from .._wire import StreamChunk
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import answer, body_chunks, malformed
 from .openai_chat import OpenAIConverter
 
 __all__ = ["completion_chunks", "completion_events", "from_openai_completion"]
@@ -70,7 +70,7 @@ WHAT = "a chat.completion body"
 
 def completion_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
     """The block-protocol chunks of the chat completion body ``body``: what its stream would have been converted to."""
-    return body_chunks(OpenAIConverter(limits), lambda: completion_events(as_event(body, WHAT)), WHAT)
+    return body_chunks(OpenAIConverter(limits), body, completion_events, WHAT)
 
 
 def from_openai_completion(body: Any, *, limits: Limits | None = None) -> StreamResult:

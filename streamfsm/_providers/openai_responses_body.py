@@ -16,7 +16,7 @@ from .._config import Limits
 from .._models import StreamResult
 from .._quote import quote
 from .._wire import StreamChunk
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import answer, body_chunks, malformed
 from .openai_responses import OpenAIResponsesConverter
 
 __all__ = ["from_openai_response", "response_chunks", "response_events"]
@@ -57,7 +57,7 @@ WHAT = "a Responses body"
 
 def response_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
     """The block-protocol chunks of the Responses body ``body``: what its stream would have been converted to."""
-    return body_chunks(OpenAIResponsesConverter(limits), lambda: response_events(as_event(body, WHAT)), WHAT)
+    return body_chunks(OpenAIResponsesConverter(limits), body, response_events, WHAT)
 
 
 def from_openai_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

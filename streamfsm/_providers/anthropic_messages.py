@@ -14,10 +14,20 @@ import orjson
 
 from .._config import Limits
 from .._quote import quote
-from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .._wire import StreamChunk, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
-from .convert import convert, ended_turn, is_position, malformed, non_negative_int, stop_reason, string, sync_or_async
+from .convert import (
+    STOP_REASONS,
+    convert,
+    ended_turn,
+    is_position,
+    malformed,
+    non_negative_int,
+    stop_reason,
+    string,
+    sync_or_async,
+)
 from .frame import TurnState
 from .replay import Keeper, json_size
 
@@ -27,13 +37,6 @@ __all__ = ["MESSAGE_STREAM_HELPERS", "AnthropicConverter", "from_anthropic_event
 #: own, each after the ``content_block_delta`` whose content it repeats (with the block so far as its ``snapshot``).
 MESSAGE_STREAM_HELPERS: Final = frozenset({"text", "thinking", "citation", "signature", "input_json"})
 
-_FINISH: dict[str, WireFinishReason] = {
-    "end_turn": {"kind": "stop"},
-    "stop_sequence": {"kind": "stop"},
-    "tool_use": {"kind": "tool-calls"},
-    "max_tokens": {"kind": "max-tokens"},
-    "model_context_window_exceeded": {"kind": "max-tokens"},
-}
 #: The content blocks the protocol has a word for; every other block type is kept for replay (module replay.py).
 _KINDS: dict[str, Kind] = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
 #: Each block kind: the delta type that carries its content, and the field the content is in.
@@ -378,7 +381,7 @@ class AnthropicConverter(TurnState):
         """
         self.over = "message_stop"
         reason = self.stop_reason
-        finish = stop_reason(reason, _FINISH, "stop_reason")
+        finish = stop_reason(reason, STOP_REASONS, "stop_reason")
         empty = self.count == 0 and not self.keeper.items
         out: list[StreamChunk] = []
         cut = self.open

@@ -18,10 +18,20 @@ import orjson
 from .._config import Limits
 from .._errors import LlmError
 from .._quote import quote
-from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .._wire import StreamChunk, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
-from .convert import convert, count, ended_turn, is_position, malformed, stop_reason, string, sync_or_async
+from .convert import (
+    STOP_REASONS,
+    convert,
+    count,
+    ended_turn,
+    is_position,
+    malformed,
+    stop_reason,
+    string,
+    sync_or_async,
+)
 from .frame import TurnState
 from .replay import json_size
 
@@ -33,15 +43,6 @@ __all__ = [
     "from_bedrock_events",
     "sdk_errors",
 ]
-
-_FINISH: dict[str, WireFinishReason] = {
-    "end_turn": {"kind": "stop"},
-    "stop_sequence": {"kind": "stop"},
-    "tool_use": {"kind": "tool-calls"},
-    "max_tokens": {"kind": "max-tokens"},
-    # The output was cut because the context window was full: a length limit, as max_tokens is.
-    "model_context_window_exceeded": {"kind": "max-tokens"},
-}
 
 #: The exceptions ConverseStream sends in its stream, each classified as an HTTP response of the status the API
 #: reference gives it. modelStreamErrorException is listed as 424 there, with "retry your request": it is
@@ -418,7 +419,7 @@ class BedrockConverter(TurnState):
         Raises ``STREAM_CLOSED`` when no ``messageStop`` came, ``EMPTY_RESPONSE`` for a ``stop`` with no content.
         A stream without ``metadata`` gets no ``usage`` (under ``Policy.STRICT`` that is ``USAGE_MISSING``).
         """
-        finish = stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop")
+        finish = stop_reason(self.stop_reason, STOP_REASONS, "stopReason", "messageStop")
         keeper = self.keeper
         for kept in self.kept:
             keeper.keep(kept.type, kept.at, kept.data(), charged=True)

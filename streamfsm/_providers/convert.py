@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "END_OF_TURN",
+    "STOP_REASONS",
+    "BodyReader",
     "Converter",
     "SyncOrAsync",
     "TurnConverter",
@@ -52,6 +54,18 @@ __all__ = [
     "string",
     "sync_or_async",
 ]
+
+
+#: The stop reasons of Anthropic's Messages API, which Bedrock's Converse gives too (their own others, such as
+#: Converse's ``guardrail_intervened``, are an ``error`` finish of that code, :func:`finish_reason`).
+STOP_REASONS: Final[Mapping[str, WireFinishReason]] = {
+    "end_turn": {"kind": "stop"},
+    "stop_sequence": {"kind": "stop"},
+    "tool_use": {"kind": "tool-calls"},
+    "max_tokens": {"kind": "max-tokens"},
+    # The output was cut because the context window was full: a length limit, as max_tokens is.
+    "model_context_window_exceeded": {"kind": "max-tokens"},
+}
 
 
 def malformed(message: str) -> LlmError:
@@ -285,6 +299,30 @@ def body_chunks(
         if err.code != ErrorCode.STREAM_CLOSED:
             raise
         raise malformed(f"{what} is incomplete: {err.message.replace('the stream ended', 'it ends', 1)}") from None
+
+
+class BodyReader:
+    """A wire API's reader of its non-streamed answer: called with ``(body, limits)``, the answer's
+    :func:`body_chunks`, read by a ``converter`` made with the limits (``events``, ``what`` and ``read``: as
+    :func:`body_chunks` takes them)."""
+
+    __slots__ = ("converter", "events", "read", "what")
+
+    def __init__(
+        self,
+        converter: Callable[[Limits | None], Converter],
+        events: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]],
+        what: str,
+        read: Reader = None,
+    ) -> None:
+        self.converter = converter
+        self.events = events
+        self.what = what
+        self.read = read
+
+    def __call__(self, body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+        """The block-protocol chunks of the non-streamed answer ``body``: what its stream would be converted to."""
+        return body_chunks(self.converter(limits), body, self.events, self.what, self.read)
 
 
 def answer(chunks: Iterable[StreamChunk], limits: Limits | None) -> StreamResult:

@@ -117,7 +117,10 @@ class GenerateOptions(WireModel):
     """One model request, fully assembled.
 
     Optional fields left as ``None`` are not sent. A field that is set must be honoured: an adapter that
-    cannot raises ``LlmError(UNSUPPORTED_OPTION)`` naming it, before any request is made.
+    cannot raises ``LlmError(UNSUPPORTED_OPTION)`` naming it, before any request is made. ``limits`` is no such
+    option, and never sent: the limits of the machine that checks the stream (:meth:`LlmAdapter.generate` sets
+    its own), which a provider converter the adapter makes takes, so that it holds back no more content than they
+    allow before the machine sees it (None: the defaults).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -133,9 +136,6 @@ class GenerateOptions(WireModel):
     reasoning_effort: str | None = Field(default=None, min_length=1)
     signal: AbortSignal | None = Field(default=None, exclude=True)
     session_id: str | None = None
-    #: The limits of the machine that checks the stream (:meth:`LlmAdapter.generate` sets its own here): a
-    #: provider converter the adapter makes takes them, so that it holds back no more content than they allow
-    #: before the machine sees it (None: the defaults). Not an option an adapter may refuse, and never sent.
     limits: Limits | None = Field(default=None, exclude=True)
 
 

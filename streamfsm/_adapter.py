@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field
 
 from ._abort import AbortSignal
 from ._api import aclose_upstream, avalidate
-from ._config import DEFAULT_LIMITS, Limits, Policy
+from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, SafetyCheck, StreamResult, TextBlock, ToolCallBlock, WireModel
 from ._wire import StreamChunk
@@ -117,7 +117,10 @@ class GenerateOptions(WireModel):
     """One model request, fully assembled.
 
     Optional fields left as ``None`` are not sent. A field that is set must be honoured: an adapter that
-    cannot raises ``LlmError(UNSUPPORTED_OPTION)`` naming it, before any request is made.
+    cannot raises ``LlmError(UNSUPPORTED_OPTION)`` naming it, before any request is made. ``limits`` is no such
+    option, and never sent: the limits of the machine that checks the stream (:meth:`LlmAdapter.generate` sets
+    its own), which a provider converter the adapter makes takes, so that it holds back no more content than they
+    allow before the machine sees it (None: the defaults).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -133,6 +136,7 @@ class GenerateOptions(WireModel):
     reasoning_effort: str | None = Field(default=None, min_length=1)
     signal: AbortSignal | None = Field(default=None, exclude=True)
     session_id: str | None = None
+    limits: Limits | None = Field(default=None, exclude=True)
 
 
 #: The optional fields of :class:`GenerateOptions` an adapter may or may not support.
@@ -281,12 +285,6 @@ def attribution_headers(identity: AppIdentity | None = None) -> dict[str, str]:
 # --- The adapter ----------------------------------------------------------------------------------
 
 
-#: The limits of the machine that checks what :meth:`LlmAdapter.stream` makes, set by :meth:`LlmAdapter.generate`
-#: while it calls ``stream`` (the default limits otherwise): a provider converter made there holds back no more
-#: content than they allow (``_providers/held.py``), so that one setting bounds both.
-STREAM_LIMITS: ContextVar[Limits] = ContextVar("streamfsm_stream_limits", default=DEFAULT_LIMITS)
-
-
 class LlmAdapter(abc.ABC):
     """Base of every adapter.
 
@@ -347,10 +345,10 @@ class LlmAdapter(abc.ABC):
         Each chunk is yielded once the machine accepted it; a broken adapter raises the protocol's
         :class:`LlmError` at the chunk where it broke. An exception from the adapter (its :meth:`resolve_model`
         included) that is not an ``LlmError`` becomes ``LlmError(UNKNOWN)`` with the original as ``__cause__``.
-        ``policy=None`` skips the machine. ``limits`` also bound what a converter made by :meth:`stream` holds
-        back before the machine sees it (:data:`STREAM_LIMITS`), with or without the machine. No secret of the
-        adapter (its API key) is in the error raised, nor in its causes. Outside an agent run, an instrumentation
-        in force (:mod:`streamfsm.otel`) traces the stream.
+        ``policy=None`` skips the machine. ``limits`` (else ``options.limits``) bound the machine and, given to
+        :meth:`stream` as ``options.limits``, what a converter it makes holds back before the machine sees it (with
+        or without the machine). No secret of the adapter (its API key) is in the error raised, nor in its causes.
+        Outside an agent run, an instrumentation in force (:mod:`streamfsm.otel`) traces the stream.
         """
         chunks = self._checked(options, policy, limits)
         traced = _tracer
@@ -366,13 +364,10 @@ class LlmAdapter(abc.ABC):
         failure: LlmError | None = None
         try:
             prepared = await self.prepare(options)
-            # Set only while stream() runs (no await between): a converter it makes reads them, nothing else can.
-            given = STREAM_LIMITS.set(DEFAULT_LIMITS if limits is None else limits)
-            try:
-                chunks = self.stream(prepared)
-            finally:
-                STREAM_LIMITS.reset(given)
-            source = chunks if policy is None else avalidate(chunks, policy=policy, limits=limits)
+            if limits is not None and limits is not prepared.limits:  # the converter the adapter makes takes them
+                prepared = prepared.model_copy(update={"limits": limits})
+            chunks = self.stream(prepared)
+            source = chunks if policy is None else avalidate(chunks, policy=policy, limits=prepared.limits)
             async for chunk in source:
                 yield chunk
         except LlmError as exc:

@@ -514,8 +514,8 @@ class AgentRun:
         it, and a task that failed unread would be logged by asyncio as "never retrieved"."""
         clock = self.agent.clock
         IN_RUN.set(True)  # this task's own context: the adapter's stream is the run's request, traced as such
-        # The run checks the chunks itself; its limits still bound what the adapter holds back before it sends them.
-        chunks = self._log.chunks(self.agent.adapter.generate(options, policy=None, limits=self.agent.limits.stream))
+        # The run checks the chunks itself; its limits (options.limits) still bound what the adapter holds back.
+        chunks = self._log.chunks(self.agent.adapter.generate(options, policy=None))
         try:
             async for chunk in chunks:
                 if meter.first is None:
@@ -532,7 +532,12 @@ class AgentRun:
         agent = self.agent
         signal = self._controller.signal if "signal" in agent.adapter.supported_options else None
         return agent.options.model_copy(
-            update={"messages": tuple(self.messages), "tools": agent.tool_schemas, "signal": signal}
+            update={
+                "messages": tuple(self.messages),
+                "tools": agent.tool_schemas,
+                "signal": signal,
+                "limits": agent.limits.stream,
+            }
         )
 
     # -- ending

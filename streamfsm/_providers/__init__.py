@@ -41,7 +41,9 @@ The shared pieces, each named for what it holds:
   ``as_event``); reading one event (``event_object``, ``string``); a malformed event; token counts (``count``);
   stop reasons (``finish_reason``; ``stop_reason`` and ``refuse_empty``, the opening of every ``end()``) and
   the closing chunks (``closing``, the last of every ``end()``); what may follow a turn's end, one rule for every
-  API (``ended_turn``: only its usage; anything else begins another turn or is ``MALFORMED_RESPONSE``).
+  API (``ended_turn``: only its usage; anything else begins another turn or is ``MALFORMED_RESPONSE``); a
+  non-streamed answer given to its converter as the events its stream would have been (``BodyReader``).
+- ``frame.py``: ``TurnState``, the base class of the six converters (what every converter has of its turn).
 - ``arguments.py``: tool-call arguments that stream as values at JSON paths (Gemini's ``partialArgs``), written
   as the JSON text of the arguments as they come (``ArgumentWriter``).
 - ``blocks.py``: ``ProviderBlock``, a block as it is converted (its chunks; whether a tool call's arguments
@@ -54,7 +56,7 @@ The shared pieces, each named for what it holds:
   ``begins_turn`` says where its API ends a turn, ``convert.Turns`` cuts there, for users and the reader.
 - ``held.py``: ``BlockQueue``, which holds back a block the provider interleaves (a later parallel tool call)
   until the open one may end, so that the output is valid under ``Policy.STRICT``; what it holds counts against
-  the machine's ``Limits`` (a converter's ``limits``, else those ``generate`` gives the machine); at the end,
+  the machine's ``Limits`` (a converter's ``limits``: an adapter gives its converter ``options.limits``); at the end,
   ``finish`` ends them all.
 - ``replay.py``: what a turn keeps for replay (``Keeper``, within ``MAX_KEPT_CHARS``), how users read it
   (:class:`KeptBlock`, :func:`kept_blocks`, :func:`describe_kept`) and how a request builder puts it back.
@@ -74,24 +76,30 @@ HTTP adapter, if any, in ``<api>_adapter.py``; they provide:
    completes), ``end() -> list[StreamChunk]`` (the input is over) and ``begins_turn(event) -> bool`` (the
    event starts another turn, this one over: ``feed`` refuses it with ``another_turn(...)``), the
    ``TurnConverter`` protocol of ``convert.py``; it goes in ``turns.TURN_APIS``.
-   It subclasses ``convert.TurnState``, which spells a turn's end once: ``over`` (what ended the turn on the
-   wire, its end event or the error event that failed it; ``None`` while it may go on) and ``ended`` (``end()``
-   has run), and owns ``end()``, the after-end guard: the converter writes ``close()``, what its API's end gives,
-   and a second ``end()`` gives nothing.
-   It builds its blocks as ``ProviderBlock`` s, through a ``BlockQueue`` when the provider may
-   interleave them; raises ``malformed(...)`` for an event outside the provider's documented format; raises
+   It subclasses ``frame.TurnState``, the frame of the six converters, which takes ``limits`` (the converter's
+   one constructor argument) and owns what every converter has: ``over`` (what ended the turn on the wire,
+   its end event or the error event that failed it, :meth:`failed`; ``None`` while it may go on) and ``ended``
+   (``end()`` has run); ``end()``, the after-end guard around the converter's ``close()``; ``queue``, the
+   ``BlockQueue`` its blocks go through when the provider may interleave them, bounded by the limits;
+   ``keeper`` and ``keep()``, what the turn keeps for replay; ``usage``; ``calls``, the client tool calls
+   that make the API's ``stop`` a ``tool-calls``; and ``closed(finish, replay_state)``, what every ``close()``
+   ends with (the blocks ended, an empty ``stop`` refused, then usage and finish). The converter writes only
+   what its API says: ``feed``, ``begins_turn`` and ``close()``. It builds its blocks as ``ProviderBlock`` s;
+   raises ``malformed(...)`` for an event outside the provider's documented format; raises
    ``stream_failure(...)`` (or classifies with ``classify_failure``) for a failure the provider reports, so
-   that every API's failures get the codes the HTTP adapters give; maps stop reasons with ``finish_reason``;
-   opens ``end()`` with ``stop_reason`` (and ``BlockQueue.finish``) and closes it with ``closing``.
-   What the block protocol has no word for is to be kept verbatim for replay, not rejected.
-2. ``from_<api>_<events>(events)`` (``from_openai_responses_events``, ``from_gemini_chunks``, ...), overloaded
-   for ``Iterable`` and ``AsyncIterable`` and returning ``convert(TheConverter(), events, "<one event>")``: it
-   takes sync or async iterables of dicts or of the official SDK's objects (``as_event`` dumps those) and
-   gives the same kind of iterator back.
+   that every API's failures get the codes the HTTP adapters give; maps stop reasons with ``finish_reason``
+   (``stop_reason`` when the input is over). What the block protocol has no word for is to be kept verbatim
+   for replay, not rejected.
+2. ``from_<api>_<events>(events, *, limits=None)`` (``from_openai_responses_events``, ``from_gemini_chunks``,
+   ...), typed by ``@sync_or_async`` and returning ``convert(TheConverter(limits), events, "<one event>")``:
+   it takes sync or async iterables of dicts or of the official SDK's objects (``as_event`` dumps those, or
+   the API's own reader given to ``convert``) and gives the same kind of iterator back. Its non-streamed
+   answer's reader is ``BodyReader(TheConverter, events_of_the_body, "<the body>")``.
 3. Optionally, in ``<api>_adapter.py``, an :class:`HttpAdapter` subclass, its constructor parameters spelled
    out (not ``**kwargs``: users read them), with ``provider_headers()`` (how the key is sent),
    ``request_body(options)`` and ``stream(options)``, which returns
-   ``self._converted(TheConverter(), path, body, options.signal, end)``.
+   ``self._converted(TheConverter(options.limits), path, body, options.signal, end)`` (``generate`` sets
+   ``options.limits`` to the machine's, so that one setting bounds both).
    It imports ``httpx`` only under ``TYPE_CHECKING``: ``import streamfsm`` must work without the extra.
 
 Then it gets its row in ``streamfsm/_wire_apis.py`` (``WIRE_APIS``: its format, functions, classes, SDK and

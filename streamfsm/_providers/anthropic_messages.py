@@ -8,30 +8,28 @@ around any iterable of events, dicts or the ``anthropic`` SDK's objects; :class:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import Any, Final
 
 import orjson
 
+from .._config import Limits
 from .._quote import quote
-from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .._wire import StreamChunk, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure
 from .convert import (
-    TurnState,
-    closing,
+    STOP_REASONS,
     convert,
     ended_turn,
     is_position,
     malformed,
     non_negative_int,
-    refuse_empty,
     stop_reason,
     string,
+    sync_or_async,
 )
+from .frame import TurnState
 from .replay import Keeper, json_size
-
-if TYPE_CHECKING:
-    from .._config import Limits
 
 __all__ = ["MESSAGE_STREAM_HELPERS", "AnthropicConverter", "from_anthropic_events"]
 
@@ -39,13 +37,6 @@ __all__ = ["MESSAGE_STREAM_HELPERS", "AnthropicConverter", "from_anthropic_event
 #: own, each after the ``content_block_delta`` whose content it repeats (with the block so far as its ``snapshot``).
 MESSAGE_STREAM_HELPERS: Final = frozenset({"text", "thinking", "citation", "signature", "input_json"})
 
-_FINISH: dict[str, WireFinishReason] = {
-    "end_turn": {"kind": "stop"},
-    "stop_sequence": {"kind": "stop"},
-    "tool_use": {"kind": "tool-calls"},
-    "max_tokens": {"kind": "max-tokens"},
-    "model_context_window_exceeded": {"kind": "max-tokens"},
-}
 #: The content blocks the protocol has a word for; every other block type is kept for replay (module replay.py).
 _KINDS: dict[str, Kind] = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
 #: Each block kind: the delta type that carries its content, and the field the content is in.
@@ -146,8 +137,9 @@ class AnthropicConverter(TurnState):
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        super().__init__()  # over: "message_stop" (set as the message ends) or "error"
-        # ``limits``: taken as every converter takes them; this one holds nothing back (the blocks come in order).
+        # over: "message_stop" (set as the message ends) or "error". Its blocks come in order: it numbers its own,
+        # holds nothing back (the queue stays empty), and its stop reason says tool_use itself (calls stay 0).
+        super().__init__(limits)
         self.blocks: dict[int, ProviderBlock | _Kept] = {}
         self.open: ProviderBlock | _Kept | None = None
         self.count = 0
@@ -155,8 +147,7 @@ class AnthropicConverter(TurnState):
         # Each block's signature, in the pieces it came in: joined once, at the end (joining per delta is quadratic).
         self.signatures: dict[int, list[str]] = {}
         self.citations: dict[int, list[Any]] = {}  # a text block's citations, kept when it ends
-        self.keeper = Keeper()
-        self.counts: dict[str, int] | None = None  # the usage fields seen so far, by the protocol's names
+        self.counts: dict[str, int] = {}  # the usage fields seen so far, by the protocol's names
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
         self.message: dict[str, Any] = {}
@@ -190,8 +181,8 @@ class AnthropicConverter(TurnState):
             return self.end()
         if kind == "error":
             # The API ends a stream with its error event (nothing left to end): a turn may follow in a recording.
-            self.over, self.ended = "error", True
-            raise stream_failure(event, "event")
+            self.ended = True
+            raise self.failed("error", stream_failure(event, "event"))
         return []  # ping, or an event type added since
 
     def _message_start(self, event: Mapping[str, Any]) -> list[StreamChunk]:
@@ -242,28 +233,21 @@ class AnthropicConverter(TurnState):
             self.message["container"] = dict(fields["container"])
 
     def _usage(self, usage: object) -> None:
+        """Merge a ``message_start`` or ``message_delta`` usage into the turn's (each repeats the running totals)."""
         if usage is None:
             return
         if not isinstance(usage, Mapping):
             raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
-        if self.counts is None:
-            self.counts = {}
+        counts = self.counts
         for field, key in _USAGE:
             if usage.get(field) is not None:
-                self.counts[key] = non_negative_int(usage[field], field)
-
-    @property
-    def usage(self) -> WireUsage | None:
-        """The usage so far, merged over ``message_start`` and ``message_delta``; None if no event had any."""
-        counts = self.counts
-        if counts is None:
-            return None
-        usage: WireUsage = {"inputTokens": counts.get("inputTokens", 0), "outputTokens": counts.get("outputTokens", 0)}
+                counts[key] = non_negative_int(usage[field], field)
+        merged: WireUsage = {"inputTokens": counts.get("inputTokens", 0), "outputTokens": counts.get("outputTokens", 0)}
         if "cacheReadTokens" in counts:
-            usage["cacheReadTokens"] = counts["cacheReadTokens"]
+            merged["cacheReadTokens"] = counts["cacheReadTokens"]
         if "cacheWriteTokens" in counts:
-            usage["cacheWriteTokens"] = counts["cacheWriteTokens"]
-        return usage
+            merged["cacheWriteTokens"] = counts["cacheWriteTokens"]
+        self.usage = merged
 
     def _block(self, event: Mapping[str, Any]) -> ProviderBlock | _Kept:
         position = event.get("index")
@@ -397,8 +381,8 @@ class AnthropicConverter(TurnState):
         """
         self.over = "message_stop"
         reason = self.stop_reason
-        finish = stop_reason(reason, _FINISH, "stop_reason")
-        refuse_empty(finish, self.count == 0 and not self.keeper.items)
+        finish = stop_reason(reason, STOP_REASONS, "stop_reason")
+        empty = self.count == 0 and not self.keeper.items
         out: list[StreamChunk] = []
         cut = self.open
         self.open = None
@@ -411,15 +395,16 @@ class AnthropicConverter(TurnState):
             entry = self.replay[position]
             assert entry is not None  # made when its first piece came
             entry["signature"] = "".join(parts)
-        return out + closing(self.usage, finish, self.keeper.state(response=response, blocks=list(self.replay)))
+        return out + self.closed(finish, self.keeper.state(response=response, blocks=list(self.replay)), empty=empty)
 
 
-@overload
-def from_anthropic_events(events: AsyncIterable[Any]) -> AsyncIterator[StreamChunk]: ...
-@overload
-def from_anthropic_events(events: Iterable[Any]) -> Iterator[StreamChunk]: ...
+@sync_or_async
 def from_anthropic_events(
-    events: Iterable[Any] | AsyncIterable[Any],
+    events: Iterable[Any] | AsyncIterable[Any], *, limits: Limits | None = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
-    """Convert a Messages API event stream (dicts or SDK event objects, sync or async) to protocol chunks."""
-    return convert(AnthropicConverter(), events, "an event")
+    """Convert a Messages API event stream (dicts or SDK event objects, sync or async) to protocol chunks.
+
+    ``limits`` are taken as every ``from_*`` function takes them; the Messages API's blocks come in order, so
+    nothing is held back for them to bound.
+    """
+    return convert(AnthropicConverter(limits), events, "an event")

@@ -196,6 +196,5 @@ class AnthropicAdapter(HttpAdapter):
         """
         self.check_options(options)
         # No event's data is "message_stop": the stream is over at that event's finish; the name is for STREAM_CLOSED.
-        return self._converted(
-            AnthropicConverter(), "/v1/messages", self.request_body(options), options.signal, "message_stop"
-        )
+        converter = AnthropicConverter(options.limits)
+        return self._converted(converter, "/v1/messages", self.request_body(options), options.signal, "message_stop")

@@ -7,14 +7,13 @@ The Messages API's stream can carry a whole turn in its ``message_start`` (progr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from .._config import Limits
 from .._models import StreamResult
-from .._wire import StreamChunk
 from .anthropic_messages import AnthropicConverter
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import BodyReader, answer, malformed
 
 __all__ = ["from_anthropic_message", "message_chunks", "message_events"]
 
@@ -34,13 +33,8 @@ def message_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [{"type": "message_start", "message": body}, {"type": "message_stop"}]
 
 
-#: What messages call the body.
-WHAT = "a Messages body"
-
-
-def message_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
-    """The block-protocol chunks of the Messages body ``body``: what its stream would have been converted to."""
-    return body_chunks(AnthropicConverter(), lambda: message_events(as_event(body, WHAT)), WHAT)
+#: ``message_chunks(body, limits)``: the chunks of the Messages body, as its stream would convert to them.
+message_chunks: Final = BodyReader(AnthropicConverter, message_events, "a Messages body")
 
 
 def from_anthropic_message(body: Any, *, limits: Limits | None = None) -> StreamResult:

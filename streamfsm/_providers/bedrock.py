@@ -18,12 +18,11 @@ import orjson
 from .._config import Limits
 from .._errors import LlmError
 from .._quote import quote
-from .._wire import StreamChunk, WireFinishReason, WireUsage
+from .._wire import StreamChunk, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import classify_failure, words
 from .convert import (
-    TurnState,
-    closing,
+    STOP_REASONS,
     convert,
     count,
     ended_turn,
@@ -33,8 +32,8 @@ from .convert import (
     string,
     sync_or_async,
 )
-from .held import BlockQueue
-from .replay import Keeper, json_size
+from .frame import TurnState
+from .replay import json_size
 
 __all__ = [
     "BedrockConverter",
@@ -44,15 +43,6 @@ __all__ = [
     "from_bedrock_events",
     "sdk_errors",
 ]
-
-_FINISH: dict[str, WireFinishReason] = {
-    "end_turn": {"kind": "stop"},
-    "stop_sequence": {"kind": "stop"},
-    "tool_use": {"kind": "tool-calls"},
-    "max_tokens": {"kind": "max-tokens"},
-    # The output was cut because the context window was full: a length limit, as max_tokens is.
-    "model_context_window_exceeded": {"kind": "max-tokens"},
-}
 
 #: The exceptions ConverseStream sends in its stream, each classified as an HTTP response of the status the API
 #: reference gives it. modelStreamErrorException is listed as 424 there, with "retry your request": it is
@@ -245,16 +235,11 @@ class BedrockConverter(TurnState):
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        super().__init__()  # over: the exception event that ended it; ended: end() has run
-        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
-        self.made = 0  # protocol blocks made so far (started or held back)
-        self.calls = 0  # client tool calls among them
+        super().__init__(limits)  # over: the exception event that ended it; ended: end() has run
         self.slots: dict[int, _Slot] = {}
         self.kept: list[_Kept] = []
         self.signatures: dict[int, list[str]] = {}  # protocol index → the signature's pieces
-        self.keeper = Keeper()  # counts what is kept (and the signatures) as it comes, within its bound
         self.stop_reason: str | None = None
-        self.usage: WireUsage | None = None
         self.started = False  # an event of this turn came
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
@@ -286,8 +271,7 @@ class BedrockConverter(TurnState):
                 if usage is not None:
                     self.usage = bedrock_usage(_body(usage, "metadata.usage"))
             elif isinstance(name, str) and name.endswith("Exception"):
-                self.over = name  # the stream is over: a recording may hold another message after it
-                raise bedrock_failure(name, body)
+                raise self.failed(name, bedrock_failure(name, body))
             # Events added to the API later: nothing to convert (messageStart's role is always "assistant").
         self.started = True
         return self.queue.take()
@@ -307,7 +291,7 @@ class BedrockConverter(TurnState):
 
     def _keep(self, kind: str, start: Mapping[str, Any], at: int | None = None) -> _Kept:
         self.keeper.charge(json_size(start, f"a kept {kind}", blobs=True))
-        kept = _Kept(kind, self.made if at is None else at, start)
+        kept = _Kept(kind, self.queue.made if at is None else at, start)
         self.kept.append(kept)
         return kept
 
@@ -360,7 +344,7 @@ class BedrockConverter(TurnState):
                 self.keeper.charge(json_size(image, "delta.image", blobs=True))
                 self._kept_slot(slot, "image").parts.append(image)
             elif kind == "citation":
-                at = slot.ordinal if slot.block is not None else self.made  # the text block it belongs to
+                at = slot.ordinal if slot.block is not None else self.queue.made  # the text block it belongs to
                 self._keep("citation", _body(value, "delta.citation"), at)
             else:
                 self._keep(kind, {kind: value})
@@ -405,8 +389,7 @@ class BedrockConverter(TurnState):
 
     def _new(self, slot: _Slot, block: ProviderBlock, text: str) -> None:
         slot.block = block
-        slot.ordinal = self.made
-        self.made += 1
+        slot.ordinal = self.queue.made
         self.queue.push(block, text)
 
     def _add(self, index: int, block: ProviderBlock, text: str) -> None:
@@ -436,17 +419,16 @@ class BedrockConverter(TurnState):
         Raises ``STREAM_CLOSED`` when no ``messageStop`` came, ``EMPTY_RESPONSE`` for a ``stop`` with no content.
         A stream without ``metadata`` gets no ``usage`` (under ``Policy.STRICT`` that is ``USAGE_MISSING``).
         """
-        finish = stop_reason(self.stop_reason, _FINISH, "stopReason", "messageStop", self.calls)
-        out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
+        finish = stop_reason(self.stop_reason, STOP_REASONS, "stopReason", "messageStop")
         keeper = self.keeper
         for kept in self.kept:
             keeper.keep(kept.type, kept.at, kept.data(), charged=True)
         blocks: list[dict[str, str] | None] | None = None
         if self.signatures:
-            blocks = [None] * self.made
+            blocks = [None] * self.queue.made
             for ordinal, parts in self.signatures.items():
                 blocks[ordinal] = {"signature": "".join(parts)}
-        return out + closing(self.usage, finish, keeper.state(blocks=blocks))
+        return self.closed(finish, keeper.state(blocks=blocks))
 
 
 def _reraise(exc: Exception) -> NoReturn:

@@ -8,16 +8,15 @@ converted by :class:`BedrockConverter`: the result is the stream's, by the same 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 import orjson
 
 from .._config import Limits
 from .._models import StreamResult
-from .._wire import StreamChunk
 from .bedrock import BedrockConverter, client_failure
-from .convert import answer, as_event, as_object, body_chunks, malformed
+from .convert import BodyReader, answer, as_object, malformed
 
 __all__ = ["converse_chunks", "converse_events", "from_bedrock_response"]
 
@@ -105,13 +104,8 @@ def converse_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return events
 
 
-#: What messages call the body.
-WHAT = "a Converse body"
-
-
-def converse_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
-    """The block-protocol chunks of the converse answer ``body``: what its stream would have been converted to."""
-    return body_chunks(BedrockConverter(limits), lambda: converse_events(as_event(body, WHAT)), WHAT)
+#: ``converse_chunks(body, limits)``: the chunks of the converse answer, as its stream would convert to them.
+converse_chunks: Final = BodyReader(BedrockConverter, converse_events, "a Converse body")
 
 
 def from_bedrock_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

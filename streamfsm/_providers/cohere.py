@@ -17,20 +17,9 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import stream_failure, words
-from .convert import (
-    TurnState,
-    as_object,
-    closing,
-    convert,
-    count,
-    ended_turn,
-    is_position,
-    malformed,
-    stop_reason,
-    sync_or_async,
-)
-from .held import BlockQueue
-from .replay import Keeper, json_size
+from .convert import as_object, convert, count, ended_turn, is_position, malformed, stop_reason, sync_or_async
+from .frame import TurnState
+from .replay import json_size
 
 __all__ = ["CohereConverter", "cohere_usage", "from_cohere_events"]
 
@@ -128,20 +117,15 @@ class CohereConverter(TurnState):
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        super().__init__()  # over: "message-end" or "error"; ended: end() has run
-        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
-        self.made = 0  # protocol blocks made so far (started or held back)
-        self.calls = 0
+        super().__init__(limits)  # over: "message-end" or "error"; ended: end() has run
         self.blocks: dict[Hashable, ProviderBlock] = {}  # ("content", i), ("tool", i) → block
         self.ordinals: dict[int, int] = {}  # content index → protocol index, for citations
         self.parts: dict[int, _Part] = {}  # content index → a kept part
         self.kept: list[tuple[str, int, _Part | Mapping[str, Any]]] = []
-        self.keeper = Keeper()  # counts what is kept as it comes, within its bound
         self.plan: ProviderBlock | None = None
         self.plans: list[int] = []
         self.response_id: str | None = None
         self.reason: str | None = None
-        self.usage: WireUsage | None = None
         self.started = False  # message-start came
 
     def begins_turn(self, event: Mapping[str, Any]) -> bool:
@@ -175,8 +159,7 @@ class CohereConverter(TurnState):
         elif kind == "message-end":
             self._message_end(as_object(event.get("delta"), "message-end.delta"))
         elif kind == "error":
-            self.over = "error"  # the stream is over: a recording may hold another message after it
-            raise stream_failure(event, "in the stream")
+            raise self.failed("error", stream_failure(event, "in the stream"))
         # content-end, tool-call-end, citation-end: the next block or the end closes a block. debug, and event
         # types added to the API later: nothing to convert.
         return self.queue.take()
@@ -187,7 +170,6 @@ class CohereConverter(TurnState):
         if key in self.blocks:
             raise malformed(f"{key[0]} {key[1]} began twice" if isinstance(key, tuple) else "a block began twice")
         self.blocks[key] = block
-        self.made += 1
         self.queue.push(block, text)
         return block
 
@@ -206,10 +188,10 @@ class CohereConverter(TurnState):
             if index in self.parts or ("content", index) in self.blocks:
                 raise malformed(f"content {index} began twice")
             self.keeper.charge(json_size(content, f"a {kind!r} content part"))
-            part = self.parts[index] = _Part(self.made, content)
+            part = self.parts[index] = _Part(self.queue.made, content)
             self.kept.append((kind if isinstance(kind, str) else quote(kind), part.at, part))
             return
-        self.ordinals[index] = self.made
+        self.ordinals[index] = self.queue.made
         block = ProviderBlock("text" if kind == "text" else "reasoning")
         field = "text" if kind == "text" else "thinking"
         self._new(("content", index), block, _text(content.get(field), f"{kind} content"))
@@ -235,8 +217,8 @@ class CohereConverter(TurnState):
         if plan is not None and not plan.ended and self.queue.last() is plan:
             self._add(plan, text)
             return
-        self.plans.append(self.made)
-        self.plan = self._new(("plan", self.made), ProviderBlock("reasoning"), text)
+        self.plans.append(self.queue.made)
+        self.plan = self._new(("plan", self.queue.made), ProviderBlock("reasoning"), text)
 
     def _tool_start(self, index: int, call: Mapping[str, Any]) -> None:
         call_id = call.get("id")
@@ -262,7 +244,8 @@ class CohereConverter(TurnState):
 
     def _citation(self, citation: Mapping[str, Any]) -> None:
         content = citation.get("content_index")
-        at = self.ordinals.get(content, self.made) if type(content) is int else self.made
+        made = self.queue.made
+        at = self.ordinals.get(content, made) if type(content) is int else made
         self.keeper.charge(json_size(citation, "a citation"))
         self.kept.append(("citation", at, citation))
 
@@ -313,13 +296,11 @@ class CohereConverter(TurnState):
         Raises ``STREAM_CLOSED`` when no ``message-end`` came, ``EMPTY_RESPONSE`` for a ``stop`` with no content.
         A ``message-end`` without usage gives no ``usage`` (under ``Policy.STRICT`` that is ``USAGE_MISSING``).
         """
-        finish = stop_reason(self.reason, _FINISH, "finish_reason", "message-end", self.calls)
-        out = self.queue.finish(finish, empty=self.made == 0 and not self.kept)
+        finish = stop_reason(self.reason, _FINISH, "finish_reason", "message-end")
         keeper = self.keeper
         for kind, at, item in self.kept:
             keeper.keep(kind, at, item.data() if isinstance(item, _Part) else item, charged=True)
-        replay = keeper.state(responseId=self.response_id, toolPlanBlocks=list(self.plans) or None)
-        return out + closing(self.usage, finish, replay)
+        return self.closed(finish, keeper.state(responseId=self.response_id, toolPlanBlocks=list(self.plans) or None))
 
 
 @sync_or_async

@@ -9,14 +9,13 @@ the same rules.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from .._config import Limits
 from .._models import StreamResult
-from .._wire import StreamChunk
 from .cohere import CohereConverter
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import BodyReader, answer, malformed
 
 __all__ = ["chat_chunks", "chat_events", "from_cohere_response"]
 
@@ -79,13 +78,8 @@ def chat_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return events
 
 
-#: What messages call the body.
-WHAT = "a v2 chat body"
-
-
-def chat_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
-    """The block-protocol chunks of the v2 chat answer ``body``: what its stream would have been converted to."""
-    return body_chunks(CohereConverter(limits), lambda: chat_events(as_event(body, WHAT)), WHAT)
+#: ``chat_chunks(body, limits)``: the chunks of the v2 chat answer, as its stream would convert to them.
+chat_chunks: Final = BodyReader(CohereConverter, chat_events, "a v2 chat body")
 
 
 def from_cohere_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

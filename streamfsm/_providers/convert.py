@@ -28,10 +28,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "END_OF_TURN",
+    "STOP_REASONS",
+    "BodyReader",
     "Converter",
     "SyncOrAsync",
     "TurnConverter",
-    "TurnState",
     "Turns",
     "another_turn",
     "answer",
@@ -53,6 +54,18 @@ __all__ = [
     "string",
     "sync_or_async",
 ]
+
+
+#: The stop reasons of Anthropic's Messages API, which Bedrock's Converse gives too (their own others, such as
+#: Converse's ``guardrail_intervened``, are an ``error`` finish of that code, :func:`finish_reason`).
+STOP_REASONS: Final[Mapping[str, WireFinishReason]] = {
+    "end_turn": {"kind": "stop"},
+    "stop_sequence": {"kind": "stop"},
+    "tool_use": {"kind": "tool-calls"},
+    "max_tokens": {"kind": "max-tokens"},
+    # The output was cut because the context window was full: a length limit, as max_tokens is.
+    "model_context_window_exceeded": {"kind": "max-tokens"},
+}
 
 
 def malformed(message: str) -> LlmError:
@@ -128,15 +141,13 @@ def stop_reason(
     known: Mapping[str, WireFinishReason],
     field: str,
     carrier: str | None = None,
-    calls: object = False,
 ) -> WireFinishReason:
     """The finish of a turn whose input is over (the opening of every converter's ``end``): ``STREAM_CLOSED`` when
     no stop reason came (``field``: the provider's name for it; ``carrier``: the event that brings it, when the
-    message names that instead), else :func:`finish_reason`, as :func:`stop_or_calls` reads it when the API's stop
-    reason does not say that the turn asks for client tool calls (``calls``: true when it does)."""
+    message names that instead), else :func:`finish_reason`."""
     if reason is None:
         raise LlmError(f"the stream ended without a {carrier or field}", ErrorCode.STREAM_CLOSED)
-    return stop_or_calls(finish_reason(reason, known, field), calls)
+    return finish_reason(reason, known, field)
 
 
 def refuse_empty(finish: WireFinishReason, empty: bool) -> None:
@@ -198,31 +209,6 @@ class Converter(Protocol):
         ...
 
 
-class TurnState:
-    """The state every converter has of its turn's end, spelled once: the base class of the six converters.
-
-    ``over`` is what ended the turn on the wire (its end event, or the error event that failed it, by the API's
-    name), ``None`` while the turn may go on: after it, nothing of this turn may come but what the API sends after
-    its end. ``ended`` is whether :meth:`end` has run: :meth:`end` is the after-end guard (a second call gives
-    nothing) around the converter's own :meth:`close`, which ends the stream as its wire API says.
-    """
-
-    def __init__(self) -> None:
-        self.over: str | None = None
-        self.ended = False
-
-    def end(self) -> list[StreamChunk]:
-        """The input is over: the chunks that end the stream (:meth:`close`'s), once; a second call gives nothing."""
-        if self.ended:
-            return []
-        self.ended = True
-        return self.close()
-
-    def close(self) -> list[StreamChunk]:
-        """The chunks that end the stream, as the converter's wire API says (called once, by :meth:`end`)."""
-        raise NotImplementedError
-
-
 def as_event(value: object, what: str) -> Mapping[str, Any]:
     """A provider event as a mapping: dicts as they are, SDK objects (pydantic models) dumped."""
     if isinstance(value, Mapping):
@@ -244,13 +230,18 @@ def as_event(value: object, what: str) -> Mapping[str, Any]:
     raise malformed(f"{what} must be an object, got {type(value).__name__}")
 
 
+#: How a wire API reads one of its events given as a dict or an SDK's object (None: :func:`as_event`).
+Reader = Callable[[Any], Mapping[str, Any]] | None
+
+
 def convert(
-    converter: Converter, events: Iterable[Any] | AsyncIterable[Any], what: str
+    converter: Converter, events: Iterable[Any] | AsyncIterable[Any], what: str, read: Reader = None
 ) -> Iterator[StreamChunk] | AsyncIterator[StreamChunk]:
-    """Drive ``converter`` over ``events`` (sync or async, dicts or SDK objects): the same kind of iterator back."""
+    """Drive ``converter`` over ``events`` (sync or async, dicts or SDK objects, each read by ``read``, else by
+    :func:`as_event`): the same kind of iterator back."""
     if isinstance(events, AsyncIterable):
-        return _convert_async(converter, events, what)
-    return _convert_sync(converter, events, what)
+        return _convert_async(converter, events, what, read)
+    return _convert_sync(converter, events, what, read)
 
 
 class SyncOrAsync(Protocol):
@@ -270,15 +261,17 @@ def sync_or_async(function: Callable[..., Iterator[StreamChunk] | AsyncIterator[
     return cast(SyncOrAsync, function)
 
 
-def _convert_sync(converter: Converter, events: Iterable[Any], what: str) -> Iterator[StreamChunk]:
+def _convert_sync(converter: Converter, events: Iterable[Any], what: str, read: Reader) -> Iterator[StreamChunk]:
     for event in events:
-        yield from converter.feed(as_event(event, what))
+        yield from converter.feed(as_event(event, what) if read is None else read(event))
     yield from converter.end()
 
 
-async def _convert_async(converter: Converter, events: AsyncIterable[Any], what: str) -> AsyncIterator[StreamChunk]:
+async def _convert_async(
+    converter: Converter, events: AsyncIterable[Any], what: str, read: Reader
+) -> AsyncIterator[StreamChunk]:
     async for event in events:
-        for chunk in converter.feed(as_event(event, what)):
+        for chunk in converter.feed(as_event(event, what) if read is None else read(event)):
             yield chunk
     for chunk in converter.end():
         yield chunk
@@ -288,19 +281,48 @@ async def _convert_async(converter: Converter, events: AsyncIterable[Any], what:
 
 
 def body_chunks(
-    converter: Converter, events: Callable[[], Iterable[Mapping[str, Any]]], what: str
+    converter: Converter,
+    body: Any,
+    events: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]],
+    what: str,
+    read: Reader = None,
 ) -> Iterator[StreamChunk]:
-    """The block-protocol chunks of a non-streamed answer (``what``: the body, as messages call it): ``events()``
-    gives the events its stream would have been (called as the chunks are first asked for, so that a body it
-    refuses fails where a stream would), driven through ``converter``. Assembled by the machine, they give the
-    stream's :class:`StreamResult`, by the one set of rules. A body is complete by definition: one that lacks its
-    stop reason (the converter's ``STREAM_CLOSED``) is ``MALFORMED_RESPONSE``."""
+    """The block-protocol chunks of the non-streamed answer ``body`` (``what``: the body, as messages call it; a
+    dict or an SDK's object, read by ``read``, else by :func:`as_event`): ``events(body)`` gives the events its
+    stream would have been (called as the chunks are first asked for, so that a body it refuses fails where a
+    stream would), driven through ``converter``. Assembled by the machine, they give the stream's
+    :class:`StreamResult`, by the one set of rules. A body is complete by definition: one that lacks its stop
+    reason (the converter's ``STREAM_CLOSED``) is ``MALFORMED_RESPONSE``."""
     try:
-        yield from _convert_sync(converter, events(), what)
+        yield from _convert_sync(converter, events(as_event(body, what) if read is None else read(body)), what, None)
     except LlmError as err:
         if err.code != ErrorCode.STREAM_CLOSED:
             raise
         raise malformed(f"{what} is incomplete: {err.message.replace('the stream ended', 'it ends', 1)}") from None
+
+
+class BodyReader:
+    """A wire API's reader of its non-streamed answer: called with ``(body, limits)``, the answer's
+    :func:`body_chunks`, read by a ``converter`` made with the limits (``events``, ``what`` and ``read``: as
+    :func:`body_chunks` takes them)."""
+
+    __slots__ = ("converter", "events", "read", "what")
+
+    def __init__(
+        self,
+        converter: Callable[[Limits | None], Converter],
+        events: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]],
+        what: str,
+        read: Reader = None,
+    ) -> None:
+        self.converter = converter
+        self.events = events
+        self.what = what
+        self.read = read
+
+    def __call__(self, body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
+        """The block-protocol chunks of the non-streamed answer ``body``: what its stream would be converted to."""
+        return body_chunks(self.converter(limits), body, self.events, self.what, self.read)
 
 
 def answer(chunks: Iterable[StreamChunk], limits: Limits | None) -> StreamResult:

@@ -36,20 +36,8 @@ from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .arguments import ArgumentWriter
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import (
-    TurnState,
-    another_turn,
-    as_event,
-    as_object,
-    closing,
-    convert,
-    malformed,
-    non_negative_int,
-    stop_or_calls,
-    sync_or_async,
-)
-from .held import BlockQueue
-from .replay import Keeper, json_size
+from .convert import another_turn, as_event, as_object, convert, malformed, non_negative_int, sync_or_async
+from .frame import TurnState
 
 __all__ = ["GeminiConverter", "from_gemini_chunks", "gemini_event", "gemini_usage", "get"]
 
@@ -186,10 +174,7 @@ class GeminiConverter(TurnState):
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        super().__init__()  # over: "an error chunk", which ends it; ended: end() has run
-        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
-        self.keeper = Keeper()
-        self.count = 0  # blocks made (started or held), in order: the next block's index
+        super().__init__(limits)  # over: "an error chunk", which ends it; ended: end() has run
         self.blocks: list[dict[str, Any] | None] = []  # per block: its thought signatures, whether its id was Gemini's
         self.current: ProviderBlock | None = None  # the text or reasoning block the next part of its kind extends
         self.current_index = -1
@@ -197,14 +182,12 @@ class GeminiConverter(TurnState):
         self.call: ProviderBlock | None = None  # a streamed call whose arguments are still coming
         self.call_index = -1
         self.writer: ArgumentWriter | None = None
-        self.calls = 0
         self.ids: set[str] = set()
         self.response: dict[str, Any] = {}
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
         self.safety: Any = None
         self.prompt_feedback: Mapping[str, Any] | None = None
-        self.usage: WireUsage | None = None
 
     # --- Events ---------------------------------------------------------------------------------------
 
@@ -224,8 +207,7 @@ class GeminiConverter(TurnState):
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one ``GenerateContentResponse``; returns the protocol chunks it completes."""
         if event.get("error") is not None:
-            self.over = "an error chunk"  # the stream is over: a recording may hold another response after it
-            raise stream_failure(event, "in the stream")
+            raise self.failed("an error chunk", stream_failure(event, "in the stream"))
         if self.begins_turn(event):
             raise another_turn(f"{EVENT} with a new responseId after a finishReason", "from_gemini_chunks")
         if self.ended:
@@ -299,15 +281,12 @@ class GeminiConverter(TurnState):
         self._keep(kind, part)
 
     def _keep(self, kind: str, item: Mapping[str, Any]) -> None:
-        data = jsonable(item)
-        self.keeper.charge(json_size(data, kind))
-        self.keeper.keep(kind, self.count, data, charged=True)
+        self.keep(kind, self.queue.made, jsonable(item), kind)
 
     def _push(self, block: ProviderBlock, text: str) -> int:
         self.queue.push(block, text)
         self.blocks.append(None)
-        self.count += 1
-        return self.count - 1
+        return self.queue.made - 1
 
     def _entry(self, index: int) -> dict[str, Any]:
         entry = self.blocks[index]
@@ -420,7 +399,7 @@ class GeminiConverter(TurnState):
         if reason is None:
             raise LlmError("the stream ended without a finishReason", ErrorCode.STREAM_CLOSED)
         if reason == "STOP":
-            return stop_or_calls({"kind": "stop"}, self.calls)
+            return {"kind": "stop"}
         if reason == "MAX_TOKENS":
             return {"kind": "max-tokens"}
         message = f"the provider stopped with finishReason {clip(reason, 200)!r}"
@@ -440,7 +419,6 @@ class GeminiConverter(TurnState):
         if complete and self.call is not None:
             self.queue.ended = None  # the input is over: what closes the call's arguments is the converter's own
             self._end_call()
-        out = self.queue.finish(finish, empty=self.count == 0 and not self.keeper.items)
         response = dict(self.response)
         for key, value in (
             ("finishReason", self.finish_reason),
@@ -450,13 +428,7 @@ class GeminiConverter(TurnState):
         ):
             if value is not None:
                 response[key] = value
-        state = self.keeper.state(gemini={"blocks": list(self.blocks), "response": response})
-        return out + closing(self.usage, finish, state)
-
-
-async def _events_async(chunks: AsyncIterable[Any]) -> AsyncIterator[Mapping[str, Any]]:
-    async for chunk in chunks:
-        yield gemini_event(chunk)
+        return self.closed(finish, self.keeper.state(gemini={"blocks": list(self.blocks), "response": response}))
 
 
 @sync_or_async
@@ -473,6 +445,4 @@ def from_gemini_chunks(
     ``limits`` (pass those the machine is given) bound the content held back until a tool call's arguments are
     complete: ``LIMIT_EXCEEDED`` once it passes them (the machine does not see it yet).
     """
-    if isinstance(chunks, AsyncIterable):
-        return convert(GeminiConverter(limits), _events_async(chunks), EVENT)
-    return convert(GeminiConverter(limits), (gemini_event(chunk) for chunk in chunks), EVENT)
+    return convert(GeminiConverter(limits), chunks, EVENT, gemini_event)

@@ -259,4 +259,4 @@ class GeminiAdapter(HttpAdapter):
         self.check_options(options)
         body = self.request_body(options)
         # Gemini's stream has no end marker: the body's end is the stream's, and the converter says if it was whole.
-        return self._converted(GeminiConverter(), self.path(options.model), body, options.signal, None)
+        return self._converted(GeminiConverter(options.limits), self.path(options.model), body, options.signal, None)

@@ -7,25 +7,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 from .._config import Limits
 from .._models import StreamResult
-from .._wire import StreamChunk
-from .convert import answer, body_chunks
+from .convert import BodyReader, answer
 from .gemini import GeminiConverter, gemini_event
 
 __all__ = ["from_gemini_response", "generate_content_chunks"]
 
 
-#: What messages call the body.
-WHAT = "a GenerateContentResponse body"
-
-
-def generate_content_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
-    """The block-protocol chunks of the GenerateContentResponse ``body``: what its stream would convert to."""
-    return body_chunks(GeminiConverter(limits), lambda: [gemini_event(body)], WHAT)
+#: ``generate_content_chunks(body, limits)``: the chunks of the body, as its stream would convert to them.
+generate_content_chunks: Final = BodyReader(
+    GeminiConverter, lambda event: (event,), "a GenerateContentResponse body", gemini_event
+)
 
 
 def from_gemini_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

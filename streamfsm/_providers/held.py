@@ -11,10 +11,11 @@ Bound: held content never reaches the machine until its block starts, so the que
 :class:`~streamfsm.Limits` to it as it comes: the UTF-8 bytes of all the content of the stream (live and held, a
 call's id and name included, ``max_stream_bytes``), of one held block (``max_block_bytes``), and the blocks made
 (``max_blocks``). Held content that passes one is ``LIMIT_EXCEEDED`` at once, before it is kept; live content is
-the machine's to refuse. The limits are the queue's argument, else those :meth:`streamfsm.LlmAdapter.generate`
-gives the machine while it makes the adapter's converter (``STREAM_LIMITS``), else the defaults. A held block's
-pieces are packed (joined, :data:`PACK` at a time) as they come, so that what it holds costs about its bytes,
-however small the deltas (each piece of text is a Python object of some 50 bytes of its own).
+the machine's to refuse. The limits are the queue's argument, its converter's (an adapter gives the converter
+it makes ``GenerateOptions.limits``, which :meth:`streamfsm.LlmAdapter.generate` sets to the machine's), else the
+defaults. A held block's pieces are packed (joined, :data:`PACK` at a time) as they come, so that what it holds
+costs about its bytes, however small the deltas (each piece of text is a Python object of some 50 bytes of its
+own).
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from __future__ import annotations
 from collections import deque
 from typing import NoReturn
 
-from .._adapter import STREAM_LIMITS
 from .._blocks import utf8_len
-from .._config import Limits
+from .._config import DEFAULT_LIMITS, Limits
 from .._errors import ErrorCode, LlmError
 from .._wire import StreamChunk, WireFinishReason
 from .blocks import ProviderBlock
@@ -51,7 +51,7 @@ class BlockQueue:
     __slots__ = ("blocks", "done", "ended", "limits", "made", "next_index", "out", "size")
 
     def __init__(self, limits: Limits | None = None) -> None:
-        self.limits = STREAM_LIMITS.get() if limits is None else limits
+        self.limits = DEFAULT_LIMITS if limits is None else limits
         self.size = 0  # the UTF-8 bytes of all the content given so far, live and held
         self.made = 0  # the blocks pushed, started or held
         # Not yet ended; blocks[0] is the open one once started. A deque: ending the first of many held blocks is O(1).

@@ -15,20 +15,8 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import ProviderBlock
 from .classify import clip, stream_failure
-from .convert import (
-    TurnState,
-    another_turn,
-    as_event,
-    closing,
-    convert,
-    count,
-    is_position,
-    malformed,
-    stop_reason,
-    sync_or_async,
-)
-from .held import BlockQueue
-from .replay import Keeper, json_size
+from .convert import another_turn, as_event, convert, count, is_position, malformed, stop_reason, sync_or_async
+from .frame import TurnState
 
 __all__ = ["CHAT_STREAM_HELPERS", "OpenAIConverter", "chat_event", "from_openai_chunks", "openai_usage"]
 
@@ -141,15 +129,11 @@ class OpenAIConverter(TurnState):
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        super().__init__()  # over: "an error chunk", which ends it; ended: end() has run
-        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
-        self.keeper = Keeper()
-        self.made = 0  # blocks made so far (started or held back): the ``at`` of an item kept now
+        super().__init__(limits)  # over: "an error chunk"; calls stay 0: the API says tool_calls itself
         self.split = False  # an item was kept since the last text: the next text is a new block
-        self.calls: dict[int, ProviderBlock] = {}
+        self.tools: dict[int, ProviderBlock] = {}  # by index
         self.positions: dict[str, int] = {}  # call id → index, for servers that send calls without one
         self.finish_reason: str | None = None
-        self.usage: WireUsage | None = None
         self.model: str | None = None
         self.response_id: str | None = None  # the first chunk's id
         self.last_id: str | None = None  # the id of the last chunk that had one
@@ -168,8 +152,7 @@ class OpenAIConverter(TurnState):
     def feed(self, event: Mapping[str, Any]) -> list[StreamChunk]:
         """Convert one chunk object; returns the protocol chunks it completes (often one delta)."""
         if event.get("error"):
-            self.over = "an error chunk"  # the stream is over: a recording may hold another response after it
-            raise stream_failure(event, "in the stream")
+            raise self.failed("an error chunk", stream_failure(event, "in the stream"))
         if self.begins_turn(event):
             raise another_turn("a chunk with a new id after a finish_reason", "from_openai_chunks")
         found = event.get("id")
@@ -257,7 +240,6 @@ class OpenAIConverter(TurnState):
             queue.add(last, text)
         else:
             queue.push(ProviderBlock("text" if kind == "text" else "reasoning"), text)
-            self.made += 1
         self.split = False
 
     def _part(self, part: object) -> None:
@@ -292,8 +274,7 @@ class OpenAIConverter(TurnState):
                 self._text("reasoning", text)
 
     def _keep(self, kind: str, part: Mapping[str, Any]) -> None:
-        self.keeper.charge(json_size(part, f"a {kind!r} content part"))
-        self.keeper.keep(kind, self.made, part, charged=True)
+        self.keep(kind, self.queue.made, part, f"a {kind!r} content part")
         self.split = True
 
     def _tool(self, call: object) -> None:
@@ -306,10 +287,10 @@ class OpenAIConverter(TurnState):
         call_id = call.get("id") or None  # DashScope sends "" on the deltas after the first: no id
         position = call.get("index")
         if position is None:  # a server that sends calls whole, without an index
-            position = self.positions.get(call_id, len(self.calls)) if isinstance(call_id, str) else len(self.calls)
+            position = self.positions.get(call_id, len(self.tools)) if isinstance(call_id, str) else len(self.tools)
         if not is_position(position):
             raise malformed(f"tool call index must be an integer from 0 to 2^53-1, got {quote(position)}")
-        block = self.calls.get(position)
+        block = self.tools.get(position)
         if block is None:
             name = function.get("name")
             if not isinstance(call_id, str):
@@ -317,10 +298,9 @@ class OpenAIConverter(TurnState):
             if not isinstance(name, str) or not name:
                 raise malformed(f"tool call {position} ({call_id}) began without a function name")
             block = ProviderBlock("tool-call", call_id, name)
-            self.calls[position] = block
+            self.tools[position] = block
             self.positions[call_id] = position
             self.queue.push(block, arguments)
-            self.made += 1
             return
         if call_id is not None and call_id != block.call_id:
             raise malformed(f"tool call {position} changed its id from {quote(block.call_id)} to {quote(call_id)}")
@@ -341,9 +321,8 @@ class OpenAIConverter(TurnState):
         ``id`` and ``model``, when it had them) and ``kept`` (when a part was kept).
         """
         finish = stop_reason(self.finish_reason, _FINISH, "finish_reason")
-        out = self.queue.finish(finish, empty=self.queue.made == 0 and not self.keeper.items)
         named = {key: value for key, value in (("id", self.response_id), ("model", self.model)) if value}
-        return out + closing(self.usage, finish, self.keeper.state(response=named or None))
+        return self.closed(finish, self.keeper.state(response=named or None))
 
 
 @sync_or_async

@@ -169,5 +169,5 @@ class OpenAICompatibleAdapter(HttpAdapter):
         """
         self.check_options(options)
         return self._converted(
-            OpenAIConverter(), "/chat/completions", self.request_body(options), options.signal, "[DONE]"
+            OpenAIConverter(options.limits), "/chat/completions", self.request_body(options), options.signal, "[DONE]"
         )

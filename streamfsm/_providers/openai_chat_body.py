@@ -8,13 +8,12 @@ result is the stream's, by the same rules (kept parts, finish and usage mapping,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from .._config import Limits
 from .._models import StreamResult
-from .._wire import StreamChunk
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import BodyReader, answer, malformed
 from .openai_chat import OpenAIConverter
 
 __all__ = ["completion_chunks", "completion_events", "from_openai_completion"]
@@ -64,13 +63,8 @@ def completion_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [chunk]
 
 
-#: What messages call the body.
-WHAT = "a chat.completion body"
-
-
-def completion_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
-    """The block-protocol chunks of the chat completion body ``body``: what its stream would have been converted to."""
-    return body_chunks(OpenAIConverter(limits), lambda: completion_events(as_event(body, WHAT)), WHAT)
+#: ``completion_chunks(body, limits)``: the chunks of the chat completion body, as its stream would convert to them.
+completion_chunks: Final = BodyReader(OpenAIConverter, completion_events, "a chat.completion body")
 
 
 def from_openai_completion(body: Any, *, limits: Limits | None = None) -> StreamResult:

@@ -33,23 +33,10 @@ from .._quote import quote
 from .._wire import StreamChunk, WireFinishReason, WireUsage
 from .blocks import Kind, ProviderBlock
 from .classify import responses_failure, stream_failure
-from .convert import (
-    TurnState,
-    as_event,
-    closing,
-    convert,
-    count,
-    ended_turn,
-    finish_reason,
-    is_position,
-    malformed,
-    stop_or_calls,
-    string,
-    sync_or_async,
-)
-from .held import BlockQueue
+from .convert import as_event, convert, count, ended_turn, finish_reason, is_position, malformed, string, sync_or_async
+from .frame import TurnState
 from .openai_responses_tools import CLIENT_TOOLS, client_call, listed_tools, server_runs
-from .replay import Keeper, json_size
+from .replay import json_size
 
 __all__ = ["OpenAIResponsesConverter", "from_openai_responses_events", "responses_event", "responses_usage"]
 
@@ -189,12 +176,9 @@ class OpenAIResponsesConverter(TurnState):
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        super().__init__()  # over: the event that ended the response
-        self.queue = BlockQueue(limits)  # what it holds back is bounded by the machine's limits (:mod:`.held`)
-        self.keeper = Keeper()
+        super().__init__(limits)  # over: the event that ended the response
         self.items: dict[int, _Item] = {}  # by output_index
         self.meta: list[dict[str, Any]] = []  # one entry per block, in order
-        self.calls = 0
         self.response: dict[str, Any] = {}
         self.created = False  # its response.created came
         # The names of the client's own tools (function, custom), when the response lists its tools: a call of
@@ -222,17 +206,14 @@ class OpenAIResponsesConverter(TurnState):
         if handler is not None:
             handler(self, event)
         elif kind == "error":
-            self.over = kind  # the response is over: a recording may hold another after it
             error = event.get("error")
             if not isinstance(error, Mapping):  # the SDK's ResponseErrorEvent: code, message and param on the event
                 error = {key: event[key] for key in ("code", "message", "param") if key in event}
-            raise stream_failure({"error": error}, "in an error event")
+            raise self.failed(kind, stream_failure({"error": error}, "in an error event"))
         elif kind in ("response.completed", "response.incomplete"):
             return self._finish(kind, self._response(event))
         elif kind == "response.failed":
-            failure = responses_failure(self._response(event))
-            self.over = kind
-            raise failure
+            raise self.failed(kind, responses_failure(self._response(event)))
         return self.queue.take()
 
     def _response(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -317,8 +298,7 @@ class OpenAIResponsesConverter(TurnState):
         if kind == "message":
             self._message_done(item, data)
         elif item.server:
-            self.keeper.charge(json_size(data, f"a {kind}"))
-            self.keeper.keep(kind, item.at, data, charged=True)
+            self.keep(kind, item.at, data, f"a {kind}")
         elif kind in CLIENT_TOOLS and not server_runs(kind, data, self.declared):
             self._client_tool(item, data)
         elif kind in _CALLS:
@@ -491,29 +471,28 @@ class OpenAIResponsesConverter(TurnState):
     # --- The end ---
 
     def _finish(self, kind: str, response: Mapping[str, Any]) -> list[StreamChunk]:
+        """The response ended (``kind``: ``response.completed`` or ``.incomplete``): its finish, its usage. A
+        response with only reasoning items kept (no text, no call, nothing else) is empty."""
         self.over = kind
-        queue = self.queue
-        if kind == "response.completed":
-            finish = stop_or_calls({"kind": "stop"}, self.calls)
-        else:
+        finish: WireFinishReason = {"kind": "stop"}
+        if kind != "response.completed":
             details = response.get("incomplete_details")
             reason = details.get("reason") if isinstance(details, Mapping) else None
             reason = reason if isinstance(reason, str) and reason else "incomplete"
             finish = finish_reason(reason, _INCOMPLETE, "incomplete_details.reason")
-        queue.close_all(keep_cut_calls=finish["kind"] not in ("stop", "tool-calls"))
-        if finish["kind"] == "stop" and queue.count == 0 and all(k["type"] == "reasoning" for k in self.keeper.items):
-            raise LlmError("the provider completed the response without any content", ErrorCode.EMPTY_RESPONSE)
-        out = queue.take()
         usage = response.get("usage")
-        if usage is not None and not isinstance(usage, Mapping):
-            raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
+        if usage is not None:
+            if not isinstance(usage, Mapping):
+                raise malformed(f"'usage' must be an object, got {type(usage).__name__}")
+            self.usage = responses_usage(usage)
         self._final_ids(response.get("output"))
         status = response.get("status")
         state = self.keeper.state(
             response={**self.response, **({"status": status} if isinstance(status, str) else {})},
             blocks=list(self.meta) if self.meta else None,
         )
-        return out + closing(responses_usage(usage) if usage is not None else None, finish, state)
+        empty = self.queue.made == 0 and all(k["type"] == "reasoning" for k in self.keeper.items)
+        return self.closed(finish, state, empty=empty)
 
     def _final_ids(self, output: object) -> None:
         """The terminal response names the items, as a non-streamed answer does: a gateway that gives every event ids

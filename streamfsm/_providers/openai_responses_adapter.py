@@ -215,6 +215,6 @@ class OpenAIResponsesAdapter(HttpAdapter):
         self.check_options(options)
         # No event's data is "response.completed": the stream is over at that event's finish; the name is for
         # STREAM_CLOSED.
-        return self._converted(
-            OpenAIResponsesConverter(), "/responses", self.request_body(options), options.signal, "response.completed"
-        )
+        body = self.request_body(options)
+        converter = OpenAIResponsesConverter(options.limits)
+        return self._converted(converter, "/responses", body, options.signal, "response.completed")

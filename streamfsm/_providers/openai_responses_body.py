@@ -9,14 +9,13 @@ stream's, by the same rules.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from .._config import Limits
 from .._models import StreamResult
 from .._quote import quote
-from .._wire import StreamChunk
-from .convert import answer, as_event, body_chunks, malformed
+from .convert import BodyReader, answer, malformed
 from .openai_responses import OpenAIResponsesConverter
 
 __all__ = ["from_openai_response", "response_chunks", "response_events"]
@@ -51,13 +50,8 @@ def response_events(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return events
 
 
-#: What messages call the body.
-WHAT = "a Responses body"
-
-
-def response_chunks(body: Any, limits: Limits | None = None) -> Iterator[StreamChunk]:
-    """The block-protocol chunks of the Responses body ``body``: what its stream would have been converted to."""
-    return body_chunks(OpenAIResponsesConverter(limits), lambda: response_events(as_event(body, WHAT)), WHAT)
+#: ``response_chunks(body, limits)``: the chunks of the Responses body, as its stream would convert to them.
+response_chunks: Final = BodyReader(OpenAIResponsesConverter, response_events, "a Responses body")
 
 
 def from_openai_response(body: Any, *, limits: Limits | None = None) -> StreamResult:

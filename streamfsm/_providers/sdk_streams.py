@@ -28,6 +28,7 @@ from .turns import TURN_APIS, TurnApi
 __all__ = ["Api", "AsyncChecked", "Checked", "checked"]
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 #: The wire APIs ``api=`` names, as ``format=`` names their recordings (``openai-sse``: chat completions).
 Api = Literal["openai-sse", "anthropic-sse", "openai-responses", "gemini", "bedrock", "cohere"]
@@ -138,17 +139,38 @@ class _Check:
         return self._asm.snapshot()
 
 
-class _Face:
-    """What :class:`Checked` and :class:`AsyncChecked` both say of their stream."""
+class _Face(Generic[S]):
+    """What :class:`Checked` and :class:`AsyncChecked` both say of their stream (``S``: its type, sync or async)."""
 
     __slots__ = ("_check", "_reading", "_started", "_stream")
 
-    def __init__(self, stream: Any, api: str | None, policy: Policy | str, limits: Limits | None) -> None:
+    def __init__(
+        self,
+        stream: S,
+        *,
+        api: Api | None = None,
+        policy: Policy | str = Policy.STRICT,
+        limits: Limits | None = None,
+    ) -> None:
         self._stream = stream
         self._check = _Check(api, policy, limits)
         self._reading: weakref.ref[Any] | None = None  # the generator reading the stream (a weak reference, so that
         # a consumer that stops early and drops it has it finalised: its ``finally`` closes the SDK's stream)
         self._started = False
+
+    def _read(self, stream: S) -> Any:
+        raise NotImplementedError
+
+    def _reader(self) -> Any:
+        """The generator reading the stream: the one reading it already, else a new one (:meth:`_read`), else None
+        when it was read already (or closed)."""
+        reading = self._reading() if self._reading is not None else None
+        if reading is not None or self._started:
+            return reading
+        self._started = True
+        generator = self._read(self._stream)
+        self._reading = weakref.ref(generator)
+        return generator
 
     @property
     def api(self) -> str | None:
@@ -174,7 +196,7 @@ class _Face:
         return self._check.snapshot()
 
 
-class Checked(_Face, Generic[T]):
+class Checked(_Face[Iterable[T]], Generic[T]):
     """An SDK's stream, each of its objects yielded unchanged once checked (see :func:`checked`).
 
     Read once. A context manager: leaving the ``with`` block (or :meth:`close`) closes the SDK's stream, as does
@@ -183,26 +205,9 @@ class Checked(_Face, Generic[T]):
 
     __slots__ = ()
 
-    def __init__(
-        self,
-        stream: Iterable[T],
-        *,
-        api: Api | None = None,
-        policy: Policy | str = Policy.STRICT,
-        limits: Limits | None = None,
-    ) -> None:
-        super().__init__(stream, api, policy, limits)
-
     def __iter__(self) -> Iterator[T]:
-        reading = self._reading() if self._reading is not None else None
-        if reading is not None:
-            return reading  # type: ignore[no-any-return]
-        if self._started:
-            return iter(())  # read already (or closed)
-        self._started = True
-        generator = self._read(self._stream)
-        self._reading = weakref.ref(generator)
-        return generator
+        reading: Iterator[T] | None = self._reader()
+        return iter(()) if reading is None else reading  # nothing once read (or closed)
 
     def _read(self, stream: Iterable[T]) -> Generator[T, None, None]:
         check = self._check
@@ -235,7 +240,7 @@ class Checked(_Face, Generic[T]):
         self._shut(quietly=kind is not None)  # what closing raises does not hide the exception on its way out
 
 
-class AsyncChecked(_Face, Generic[T]):
+class AsyncChecked(_Face[AsyncIterable[T]], Generic[T]):
     """:class:`Checked` for an async stream: ``async for``, ``async with``, :meth:`aclose`.
 
     Stopping early without ``async with`` closes the SDK's stream when the event loop finalises the async generator
@@ -244,26 +249,9 @@ class AsyncChecked(_Face, Generic[T]):
 
     __slots__ = ()
 
-    def __init__(
-        self,
-        stream: AsyncIterable[T],
-        *,
-        api: Api | None = None,
-        policy: Policy | str = Policy.STRICT,
-        limits: Limits | None = None,
-    ) -> None:
-        super().__init__(stream, api, policy, limits)
-
     def __aiter__(self) -> AsyncIterator[T]:
-        reading = self._reading() if self._reading is not None else None
-        if reading is not None:
-            return reading  # type: ignore[no-any-return]
-        if self._started:
-            return _nothing()
-        self._started = True
-        generator = self._read(self._stream)
-        self._reading = weakref.ref(generator)
-        return generator
+        reading: AsyncIterator[T] | None = self._reader()
+        return _nothing() if reading is None else reading  # nothing once read (or closed)
 
     async def _read(self, stream: AsyncIterable[T]) -> AsyncGenerator[T, None]:
         check = self._check

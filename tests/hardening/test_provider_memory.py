@@ -335,7 +335,7 @@ class _HoldingAdapter(sf.LlmAdapter):
             yield event
 
     def stream(self, options: sf.GenerateOptions) -> Any:
-        return sf.from_openai_chunks(self._events())  # made while generate() runs: it takes generate's limits
+        return sf.from_openai_chunks(self._events(), limits=options.limits)  # generate() sets them: the loop's
 
 
 def test_the_agent_loops_stream_limits_bound_what_the_adapter_holds_back() -> None:

@@ -73,8 +73,25 @@ def refused(adapter: sf.LlmAdapter, options: sf.GenerateOptions = ASK) -> sf.Llm
 # --- Options ----------------------------------------------------------------------------------------
 
 
+#: The fields of GenerateOptions that are not options an adapter may refuse: the request, and the machine's limits.
+REQUIRED = {"provider", "model", "messages", "limits"}
+
+
 def test_every_optional_field_is_covered() -> None:
-    assert set(SET) == set(sf.GenerateOptions.model_fields) - {"provider", "model", "messages"}
+    assert set(SET) == set(sf.GenerateOptions.model_fields) - REQUIRED
+
+
+def test_generate_gives_the_adapter_the_machines_limits() -> None:
+    adapter = Scripted()
+    limits = sf.Limits(max_blocks=7)
+    run(adapter, limits=limits)
+    run(adapter)
+    assert [options.limits for options in adapter.calls] == [limits, None]  # a converter it makes takes them
+
+
+def test_the_options_limits_bound_the_machine_when_generate_is_given_none() -> None:
+    error = refused(Scripted(), ASK.model_copy(update={"limits": sf.Limits(max_chunks=1)}))
+    assert error.code == E.LIMIT_EXCEEDED and "more than 1 chunks" in error.message
 
 
 @pytest.mark.parametrize("field", sorted(SET))
@@ -105,7 +122,7 @@ def test_calling_stream_directly_checks_options_too() -> None:
 
 def test_supported_options_are_passed_on() -> None:
     class Everything(Scripted):
-        supported_options = frozenset(sf.GenerateOptions.model_fields) - {"provider", "model", "messages"}
+        supported_options = frozenset(sf.GenerateOptions.model_fields) - REQUIRED
 
     adapter = Everything(models={"m": reasoning_model(("high",))})
     options = ASK.model_copy(update=SET)

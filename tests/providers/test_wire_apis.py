@@ -31,7 +31,7 @@ def test_the_provider_layers_tables_hold_one_entry_a_row() -> None:
     assert list(turns.TURN_APIS) == [api.reader for api in WIRE_APIS]
     assert all(turns.TURN_APIS[api.reader].new is getattr(sf, api.converter) for api in WIRE_APIS)
     assert list(recorded._BODIES) == list(FORMATS)
-    assert all(recorded._BODIES[api.format].__module__.endswith("_body") for api in WIRE_APIS)
+    assert all(recorded._BODIES[api.format].events.__module__.endswith("_body") for api in WIRE_APIS)
 
 
 def test_each_adapter_routes_as_its_row_says() -> None:

@@ -53,6 +53,7 @@ _BLOCK_TYPES: Final = _shape.BLOCK_TYPES
 _ABSENT: Final = object()
 _HARNESS: Final = Policy.HARNESS
 _STRICT: Final = Policy.STRICT
+_NO_BLOCK: Final[dict[str, Any]] = {}  # what block-end's typed ``wire`` holds until its chunk is found to carry one
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a base of StreamAssembler, which may be subclassed
@@ -155,14 +156,18 @@ class Handlers(Stream):
     # -- the handlers: the rules of a chunk type, each written once, in the order of SPEC §3 ------------
 
     def _on_block_start(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        index: Any = c.get("index")
-        kind: Any = c.get("blockType")
-        if not (
-            type(index) is int
-            and 0 <= index <= _MAX_INT
-            and type(kind) is str
-            and (kind in _BLOCK_TYPES or self._interleave)
+        got_index: Any = c.get("index")
+        got_kind: Any = c.get("blockType")
+        index: int
+        kind: str
+        if (
+            type(got_index) is int
+            and 0 <= got_index <= _MAX_INT
+            and type(got_kind) is str
+            and (got_kind in _BLOCK_TYPES or self._interleave)
         ):
+            index, kind = got_index, got_kind  # typed: native ints and strs from here
+        else:
             c = self._shaped(c, n)[0]
             index, kind = c["index"], c["blockType"]
         if index != self._started:
@@ -261,12 +266,16 @@ class Handlers(Stream):
         self._hot = block  # its next deltas meet the expectation (counted just now: its cap is the stream's room)
 
     def _on_block_end(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        index: Any = c.get("index")
-        wire: Any = c.get("block")
+        got_index: Any = c.get("index")
+        got: Any = c.get("block")
         kind: Any = None
         text: Any = None
-        ok = type(index) is int and 0 <= index <= _MAX_INT and type(wire) is dict
+        index = 0
+        wire: dict[str, Any] = _NO_BLOCK  # typed, its fields are read as a dict's (not by a method call)
+        ok = type(got_index) is int and 0 <= got_index <= _MAX_INT and type(got) is dict
         if ok:
+            index = got_index
+            wire = got
             kind = wire.get("type")
             ok = type(kind) is str
         if ok and kind == "tool-call":
@@ -359,13 +368,17 @@ class Handlers(Stream):
         return last_open
 
     def _on_usage(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        u: Any = c.get("usage")
-        if type(u) is dict:
+        got: Any = c.get("usage")
+        if type(got) is dict:
+            u: dict[str, Any] = got
             inputs = u.get("inputTokens")
             outputs = u.get("outputTokens")
-            cache_read = u.get("cacheReadTokens", _ABSENT)
-            cache_write = u.get("cacheWriteTokens", _ABSENT)
-            reasoning = u.get("reasoningTokens", _ABSENT)
+            if len(u) == 2:  # the two counts a usage must have, and no other (the optional ones absent)
+                cache_read = cache_write = reasoning = _ABSENT
+            else:
+                cache_read = u.get("cacheReadTokens", _ABSENT)
+                cache_write = u.get("cacheWriteTokens", _ABSENT)
+                reasoning = u.get("reasoningTokens", _ABSENT)
             ok = (
                 type(inputs) is int
                 and type(outputs) is int
@@ -378,11 +391,11 @@ class Handlers(Stream):
         else:
             ok = False
         if not ok:
-            u = self._shaped(c, n)[0]["usage"]  # an optional count absent is None, as below
-            inputs, outputs = u["inputTokens"], u["outputTokens"]
-            cache_read = u.get("cacheReadTokens")
-            cache_write = u.get("cacheWriteTokens")
-            reasoning = u.get("reasoningTokens")
+            whole: dict[str, Any] = self._shaped(c, n)[0]["usage"]  # an optional count absent is None, as below
+            inputs, outputs = whole["inputTokens"], whole["outputTokens"]
+            cache_read = whole.get("cacheReadTokens")
+            cache_write = whole.get("cacheWriteTokens")
+            reasoning = whole.get("reasoningTokens")
         self._limits(n, self._stream_bytes)
         cache_read = None if cache_read is _ABSENT else cache_read
         cache_write = None if cache_write is _ABSENT else cache_write

@@ -10,13 +10,14 @@ from ._arguments import ORJSON_MAX
 from ._models import (
     FinishReason,
     ReasoningBlock,
+    StreamResult,
     TextBlock,
     ToolCallBlock,
     Usage,
     _Blank,
 )
 
-__all__ = ["PLAIN_FINISH", "TEXT_MODEL", "construct", "tool_call", "usage_model"]
+__all__ = ["PLAIN_FINISH", "TEXT_MODEL", "construct", "result", "text_block", "tool_call", "usage_model"]
 
 M = TypeVar("M", bound=BaseModel)
 _FIELDS_SET: Final[dict[type[BaseModel], set[str]]] = {}
@@ -50,17 +51,51 @@ def construct(cls: type[M], values: dict[str, Any]) -> M:
 
 
 def usage_model(inputs: Any, outputs: Any, cache_read: Any, cache_write: Any, reasoning: Any) -> Usage:
-    """The :class:`Usage` of a usage chunk's checked counts (ints; None for one not given), passed as they are."""
-    return construct(
-        Usage,
-        {
-            "input_tokens": inputs,
-            "output_tokens": outputs,
-            "cache_read_tokens": cache_read,
-            "cache_write_tokens": cache_write,
-            "reasoning_tokens": reasoning,
-        },
-    )
+    """The :class:`Usage` of a usage chunk's checked counts (ints; None for one not given), passed as they are.
+
+    Its fields are a copy of a template with every field (one copy of a small dict costs less than building it key
+    by key), the counts given set over it."""
+    values = _USAGE.copy()
+    values["input_tokens"] = inputs
+    values["output_tokens"] = outputs
+    if cache_read is not None:
+        values["cache_read_tokens"] = cache_read
+    if cache_write is not None:
+        values["cache_write_tokens"] = cache_write
+    if reasoning is not None:
+        values["reasoning_tokens"] = reasoning
+    return construct(Usage, values)
+
+
+def text_block(kind: str, text: str) -> TextBlock | ReasoningBlock:
+    """The completed text or reasoning block (``kind``) of ``text``."""
+    if kind == "text":
+        values = _TEXT.copy()
+        values["text"] = text
+        return construct(TextBlock, values)
+    values = _REASONING.copy()
+    values["text"] = text
+    return construct(ReasoningBlock, values)
+
+
+def result(blocks: list[Any], usage: Any, finish: Any, interrupted: list[Any], replay_state: Any) -> StreamResult:
+    """The :class:`StreamResult` of a finished stream (a copy of a template, each field set over it)."""
+    values = _RESULT.copy()
+    values["blocks"] = blocks
+    values["usage"] = usage
+    values["finish"] = finish
+    values["interrupted"] = interrupted
+    values["replay_state"] = replay_state
+    return construct(StreamResult, values)
+
+
+#: The fields of the models the machine builds most, in their order, as templates to copy.
+_USAGE: Final[dict[str, Any]] = dict.fromkeys(
+    ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+)
+_TEXT: Final[dict[str, Any]] = {"type": "text", "text": ""}
+_REASONING: Final[dict[str, Any]] = {"type": "reasoning", "text": ""}
+_RESULT: Final[dict[str, Any]] = dict.fromkeys(("blocks", "usage", "finish", "interrupted", "replay_state"))
 
 
 def tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> ToolCallBlock:

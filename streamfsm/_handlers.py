@@ -36,7 +36,7 @@ from ._arguments import parse_arguments
 from ._blocks import Buffer, Keys, bytes_since, open_buffer, utf8_len
 from ._compile import mypyc_attr
 from ._config import Policy
-from ._construct import PLAIN_FINISH, TEXT_MODEL, construct, tool_call, usage_model
+from ._construct import PLAIN_FINISH, construct, text_block, tool_call, usage_model
 from ._errors import ErrorCode
 from ._json import copy_json, json_size
 from ._messages import invalid, short, type_of
@@ -346,10 +346,8 @@ class Handlers(Stream):
             if had_deltas and not block.settle(text):
                 self._mismatch(block, "text", text, block.content(), n)
             stream = self._block_limits(block, utf8_len(text), had_deltas, n)
-            if self._results:
-                done = construct(TEXT_MODEL[block.kind], {"type": block.kind, "text": text})
-            else:  # the block's type only: its text goes with its open block, now
-                done = block.kind
+            # without results, the block's type only: its text goes with its open block, now
+            done = text_block(block.kind, text) if self._results else block.kind
         else:  # a block that takes no deltas: kept as it came (a copy: the caller may mutate its chunk)
             stream = self._block_limits(block, json_size(wire), False, n)
             if not self._results:

@@ -26,7 +26,7 @@ from ._arguments import parse_arguments
 from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, open_buffer
 from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
-from ._construct import TEXT_MODEL, construct, usage_model
+from ._construct import construct, result, text_block, usage_model
 from ._errors import ErrorCode, LlmError
 from ._handlers import Handlers, start_rows
 from ._models import (
@@ -286,15 +286,12 @@ class StreamAssembler(Handlers):
             raise ValueError("this assembler keeps no results (results=False): summary() says what the stream was")
         assert self._finish is not None
         done = self._done
-        self._result = construct(
-            StreamResult,
-            {
-                "blocks": done if not self._open else [b for b in done if b is not None],
-                "usage": self._usage,
-                "finish": self._finish,
-                "interrupted": [_partial(b) for b in self._open_blocks()] if self._open else [],
-                "replay_state": self._replay,
-            },
+        self._result = result(
+            done if not self._open else [b for b in done if b is not None],
+            self._usage,
+            self._finish,
+            [_partial(b) for b in self._open_blocks()] if self._open else [],
+            self._replay,
         )
         return self._result
 
@@ -498,7 +495,7 @@ def _partial(b: Buffer) -> Block | dict[str, Any]:
         return construct(ToolCallBlock, values)
     if not b.kind:  # a block without deltas has no content before its block-end
         return {"type": b.block_type()}
-    return construct(TEXT_MODEL[b.kind], {"type": b.kind, "text": content})
+    return text_block(b.kind, content)
 
 
 def _is_blank(line: bytes | bytearray | memoryview | str) -> bool:

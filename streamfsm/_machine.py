@@ -239,6 +239,27 @@ class StreamAssembler(Handlers):
         if end:
             self.end()
 
+    def _accepted_decoded(
+        self, slices: Iterable[tuple[list[Any] | None, list[bytes] | None]], end: bool = False
+    ) -> Iterator[Any]:
+        """:meth:`accepted_chunks` of JSON lines decoded a slice at a time: each slice is ``(its chunks, None)``,
+        decoded already (by msgspec: ``streamfsm._decode``), or ``(None, its lines)``, parsed here with orjson.
+
+        Each chunk is fed, and yielded once accepted, in the order of the lines; a slice of lines is read as
+        :meth:`accepted_chunks` reads lines. With ``end``, the end of the slices is the end of input.
+        """
+        self._keys = JSON_KEYS
+        for chunks, lines in slices:
+            if chunks is None:
+                if lines is not None:
+                    yield from self.accepted_chunks(lines)
+                continue
+            for chunk in chunks:
+                self._feed(chunk)
+                yield chunk
+        if end:
+            self.end()
+
     # -- what the stream came to ----------------------------------------------------------------------
 
     def close(self) -> StreamResult:

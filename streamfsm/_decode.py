@@ -1,0 +1,84 @@
+"""JSON lines decoded a slice of a blob at a time by msgspec (the ``fast`` extra), with orjson's verdicts.
+
+``sf.validate_jsonl`` and ``sf.assemble_jsonl`` parse each line with orjson. With msgspec installed, a bytes
+blob is decoded instead a slice of whole lines at a time (:func:`~streamfsm._lines.blob_slices`) by one call
+of ``msgspec.json.Decoder.decode_lines``: no line is split out, no Python runs for a line before the machine
+takes its chunk. The chunks and the verdicts are orjson's. Where the two parsers differ, the slice goes to
+orjson line by line, as it would without msgspec:
+
+- a slice msgspec refuses (a line that is not JSON, of JSON whitespace other than orjson's, nested past the
+  interpreter's recursion limit): orjson tells which line and why, at its position in the stream;
+- an integer past orjson's range (below ``-2**63`` or above ``2**64 - 1``: orjson makes it a float, msgspec an
+  exact ``int``): told before the slice is decoded by 19 digits in a row anywhere in it (one translation and one
+  search, in C; 19 digits in a string send a slice to orjson too, at no cost but speed);
+- nesting deeper than orjson's 1,024 levels, which orjson refuses: msgspec stops at the interpreter's recursion
+  limit, so the slices go to msgspec only where that limit is within 1,024 levels (:func:`usable`).
+
+Text (``str``) and other sources are read by orjson, a line at a time.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any, Final, TypeGuard
+
+from ._lines import blob_slices, lines_of
+
+__all__ = ["decoded_slices", "usable"]
+
+try:
+    from msgspec import MsgspecError
+    from msgspec.json import Decoder
+except ImportError:  # the fast extra is not installed
+    _decode_lines: Any = None
+else:
+    _decode_lines = Decoder().decode_lines
+
+#: Every byte to a space but the digits, which become ``0``: a number of 19 digits is then 19 ``0`` in a row.
+_DIGITS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+#: The fewest digits of an integer orjson reads as a float (``-2**63 - 1`` has 19, ``2**64`` has 20).
+_LONG_NUMBER: Final = b"0" * 19
+#: The deepest nesting orjson reads.
+_ORJSON_DEPTH: Final = 1024
+
+
+def _bounded_by_recursion() -> bool:
+    """Whether msgspec refuses nesting deeper than orjson's anywhere in this interpreter: it counts its depth
+    against the recursion limit, which a Python before 3.12 sets with ``sys.setrecursionlimit``, and 3.12 and
+    later fixes for C code when it is built (probed once, at the top of the stack, where the most is left)."""
+    if sys.version_info < (3, 12):
+        return True  # read at each call (usable): the limit may change
+    deep = b"[" * (_ORJSON_DEPTH + 1) + b"]" * (_ORJSON_DEPTH + 1)
+    try:
+        _decode_lines(deep)
+    except RecursionError:
+        return True
+    return False
+
+
+_DEPTH_BOUNDED: Final = _decode_lines is not None and _bounded_by_recursion()
+
+
+def usable(source: object) -> TypeGuard[bytes]:
+    """Whether ``source`` is decoded by msgspec: a bytes blob, with msgspec installed and bounded in depth."""
+    if type(source) is not bytes or not _DEPTH_BOUNDED:
+        return False
+    return sys.version_info >= (3, 12) or sys.getrecursionlimit() <= _ORJSON_DEPTH
+
+
+def decoded_slices(blob: bytes) -> Iterator[tuple[list[Any] | None, list[bytes] | None]]:
+    """The blob a slice of whole lines at a time: ``(its chunks, None)`` as msgspec decoded them, or ``(None, its
+    lines)`` for orjson to read one by one, where msgspec's reading could differ from orjson's (module docstring).
+
+    Only :func:`usable` blobs: the depth rule is read there.
+    """
+    decode = _decode_lines
+    for piece in blob_slices(blob):
+        chunks = None
+        if _LONG_NUMBER not in piece.translate(_DIGITS):
+            try:
+                chunks = decode(piece)
+            except (MsgspecError, RecursionError):
+                pass
+        yield (chunks, None) if chunks is not None else (None, lines_of(piece))

@@ -19,8 +19,8 @@ from collections.abc import (
 from typing import IO, Any, Final, TypeVar
 
 from ._config import Limits, Policy
-from ._errors import ErrorCode, LlmError
 from ._decode import decoded_slices, usable
+from ._errors import ErrorCode, LlmError
 from ._lines import iter_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult

@@ -21,19 +21,22 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from contextlib import suppress
+from importlib import import_module
 from typing import Any, Final, TypeGuard
 
 from ._lines import blob_slices, lines_of
 
 __all__ = ["decoded_slices", "usable"]
 
+# Imported by name: mypy checks this module with or without msgspec installed (it is typed Any here).
+_refused: tuple[type[BaseException], ...] = (RecursionError,)
 try:
-    from msgspec import MsgspecError
-    from msgspec.json import Decoder
+    _msgspec = import_module("msgspec")
+    _decode_lines: Any = import_module("msgspec.json").Decoder().decode_lines
+    _refused = (_msgspec.MsgspecError, RecursionError)
 except ImportError:  # the fast extra is not installed
-    _decode_lines: Any = None
-else:
-    _decode_lines = Decoder().decode_lines
+    _decode_lines = None
 
 #: Every byte to a space but the digits, which become ``0``: a number of 19 digits is then 19 ``0`` in a row.
 _DIGITS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
@@ -77,8 +80,6 @@ def decoded_slices(blob: bytes) -> Iterator[tuple[list[Any] | None, list[bytes] 
     for piece in blob_slices(blob):
         chunks = None
         if _LONG_NUMBER not in piece.translate(_DIGITS):
-            try:
+            with suppress(*_refused):  # orjson says which line, and why
                 chunks = decode(piece)
-            except (MsgspecError, RecursionError):
-                pass
         yield (chunks, None) if chunks is not None else (None, lines_of(piece))

@@ -8,7 +8,8 @@
   (:class:`LineTooLong`), never read until memory runs out.
 
 Files are read a block at a time and split in C (:func:`bounded_lines`); a blob in memory a slice of whole lines
-at a time (:func:`blob_slices`, split by :func:`line_batches`); :func:`iter_lines` gives the lines of any JSON-lines source for the machine.
+at a time (:func:`blob_slices`, split by :func:`line_batches`); :func:`iter_lines` gives the lines of any
+JSON-lines source for the machine.
 :class:`Lines` reads a source's first lines ahead (to tell its format) and gives them back in order;
 :class:`Numbered` numbers the lines that hold content.
 """

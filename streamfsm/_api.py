@@ -19,7 +19,7 @@ from collections.abc import (
 from typing import IO, Any, Final, TypeVar
 
 from ._config import Limits, Policy
-from ._decode import decoded_slices, usable
+from ._decode import KEYS, decoded_slices, usable
 from ._errors import ErrorCode, LlmError
 from ._lines import iter_lines
 from ._machine import StreamAssembler, checker
@@ -225,7 +225,7 @@ def assemble_jsonl(
 def _feed_jsonl(asm: StreamAssembler, source: JsonLines) -> None:
     """Feed ``asm`` the chunks of JSON lines: a bytes blob decoded by msgspec when it is installed (``_decode``)."""
     if usable(source):
-        for _ in asm._accepted_decoded(decoded_slices(source)):
+        for _ in asm._accepted_decoded(decoded_slices(source), KEYS):
             pass
     else:
         asm.feed_lines(iter_lines(source))
@@ -247,7 +247,7 @@ def validate_jsonl(
     name = _file_name(source)
     machine = checker(policy, limits)
     if usable(source):  # a bytes blob, with msgspec: decoded a slice at a time (orjson's chunks and verdicts)
-        lines = machine._accepted_decoded(decoded_slices(source), True)
+        lines = machine._accepted_decoded(decoded_slices(source), KEYS, True)
     else:
         lines = machine.accepted_chunks(iter_lines(source), True)
     return lines if name is None else _hinting(lines, name)

@@ -25,9 +25,12 @@ from contextlib import suppress
 from importlib import import_module
 from typing import Any, Final, TypeGuard
 
+import orjson
+
+from ._blocks import JSON_KEYS, LITERAL_KEYS, Keys
 from ._lines import blob_slices, lines_of
 
-__all__ = ["decoded_slices", "usable"]
+__all__ = ["KEYS", "decoded_slices", "usable"]
 
 # Imported by name: mypy checks this module with or without msgspec installed (it is typed Any here).
 _refused: tuple[type[BaseException], ...] = (RecursionError,)
@@ -37,6 +40,17 @@ try:
     _refused = (_msgspec.MsgspecError, RecursionError)
 except ImportError:  # the fast extra is not installed
     _decode_lines = None
+
+def _keys_of(decode_lines: Any) -> Keys:
+    """The delta's keys as msgspec makes them (one object per key, from its key cache): the machine looks the keys of
+    the chunks it decodes up with these, found by identity (``Keys``)."""
+    k = LITERAL_KEYS
+    (decoded,) = decode_lines(orjson.dumps(dict.fromkeys((k.type, k.index, k.text, k.arguments, k.id, k.name), 0)))
+    return Keys(decoded)
+
+
+#: The keys the machine reads of a chunk msgspec decoded (orjson's where msgspec is not installed).
+KEYS: Final = _keys_of(_decode_lines) if _decode_lines is not None else JSON_KEYS
 
 #: Every byte to a space but the digits, which become ``0``: a number of 19 digits is then 19 ``0`` in a row.
 _DIGITS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))

@@ -43,7 +43,7 @@ def by_orjson(blob: bytes, policy: str) -> Outcome:
 
 def by_msgspec(blob: bytes, policy: str) -> Outcome:
     """msgspec's reading (whether or not validate_jsonl would take it: Hypothesis raises the recursion limit)."""
-    return _outcome(checker(policy)._accepted_decoded(_decode.decoded_slices(blob), True))
+    return _outcome(checker(policy)._accepted_decoded(_decode.decoded_slices(blob), _decode.KEYS, True))
 
 
 def assert_same(blob: bytes, policy: str = "harness") -> Outcome:

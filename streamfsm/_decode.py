@@ -6,6 +6,8 @@ of ``msgspec.json.Decoder.decode_lines``: no line is split out, no Python runs f
 takes its chunk. The chunks and the verdicts are orjson's. Where the two parsers differ, the slice goes to
 orjson line by line, as it would without msgspec:
 
+- a slice whose lines are not each one object, ``{`` to ``}`` (:func:`_one_object_a_line`: msgspec reads two
+  values on one line, or one across two, where orjson refuses the line; CRLF line ends and blank lines, too);
 - a slice msgspec refuses (a line that is not JSON, of JSON whitespace other than orjson's, nested past the
   interpreter's recursion limit): orjson tells which line and why, at its position in the stream;
 - an integer past orjson's range (below ``-2**63`` or above ``2**64 - 1``: orjson makes it a float, msgspec an
@@ -41,6 +43,7 @@ try:
 except ImportError:  # the fast extra is not installed
     _decode_lines = None
 
+
 def _keys_of(decode_lines: Any) -> Keys:
     """The delta's keys as msgspec makes them (one object per key, from its key cache): the machine looks the keys of
     the chunks it decodes up with these, found by identity (``Keys``)."""
@@ -56,6 +59,9 @@ KEYS: Final = _keys_of(_decode_lines) if _decode_lines is not None else JSON_KEY
 _DIGITS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 #: The fewest digits of an integer orjson reads as a float (``-2**63 - 1`` has 19, ``2**64`` has 20).
 _LONG_NUMBER: Final = b"0" * 19
+_LF: Final = ord("\n")
+_OPEN: Final = ord("{")
+_CLOSE: Final = ord("}")
 #: The deepest nesting orjson reads.
 _ORJSON_DEPTH: Final = 1024
 
@@ -93,7 +99,24 @@ def decoded_slices(blob: bytes) -> Iterator[tuple[list[Any] | None, list[bytes] 
     decode = _decode_lines
     for piece in blob_slices(blob):
         chunks = None
-        if _LONG_NUMBER not in piece.translate(_DIGITS):
+        if _one_object_a_line(piece) and _LONG_NUMBER not in piece.translate(_DIGITS):
             with suppress(*_refused):  # orjson says which line, and why
                 chunks = decode(piece)
+            if chunks is not None and len(chunks) != piece.count(b"\n") + (piece[-1] != _LF):
+                chunks = None  # a line of two objects (or of none): orjson refuses it
         yield (chunks, None) if chunks is not None else (None, lines_of(piece))
+
+
+def _one_object_a_line(piece: bytes) -> bool:
+    """Whether every line of ``piece`` starts with ``{`` and ends with ``}`` (no blank line, no whitespace around).
+
+    msgspec's ``decode_lines`` reads values one after another, whitespace between them, LF or not: two objects on
+    one line, or one across two lines, are JSON lines to it and not to orjson. Where every line starts with ``{``
+    and ends with ``}``, a line ends where an object does (a string holds no LF, and ``{`` cannot follow an object
+    inside another), so each line holds whole objects: as many objects as lines is one a line.
+    """
+    if not piece or piece[0] != _OPEN:
+        return False
+    ends = piece.count(b"\n")
+    last = piece[-1] == _LF
+    return piece[-2 if last else -1] == _CLOSE and piece.count(b"}\n") == ends and piece.count(b"\n{") == ends - last

@@ -33,8 +33,18 @@ def _outcome(chunks: Iterator[Any]) -> Outcome:
         for chunk in chunks:
             seen.append(chunk)
     except LlmError as err:
-        return repr(seen), (err.code, err.chunk_index, err.message)
-    return repr(seen), None
+        return _repr(seen), (err.code, err.chunk_index, err.message)
+    return _repr(seen), None
+
+
+def _repr(chunks: list[Any]) -> str:
+    """``repr``, with room for the deepest nesting orjson reads (1,024 levels)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5000))
+    try:
+        return repr(chunks)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def by_orjson(blob: bytes, policy: str) -> Outcome:
@@ -80,7 +90,7 @@ def test_a_session_log_read_in_many_slices_reads_alike(monkeypatch: pytest.Monke
 
 VALID = [
     b'{"type":"block-start","index":0,"blockType":"text"}',
-    b'{"type":"delta","index":0,"text":"hi"}',
+    b'{"type":"text-delta","index":0,"text":"hi"}',
     b'{"type":"block-end","index":0,"block":{"type":"text","text":"hi"}}',
     b'{"type":"usage","usage":{"inputTokens":3,"outputTokens":1}}',
     b'{"type":"finish","reason":{"kind":"stop"}}',
@@ -105,14 +115,36 @@ def with_line(line: bytes, at: int = 1) -> bytes:
     ],
 )
 def test_numbers_and_strings_orjson_reads_its_own_way(value: bytes) -> None:
-    assert_same(with_line(b'{"type":"delta","index":0,"text":"hi","x":' + value + b"}"))
+    assert_same(with_line(b'{"type":"text-delta","index":0,"text":"hi","x":' + value + b"}"))
     assert_same(with_line(b'{"type":"usage","usage":{"inputTokens":' + value + b',"outputTokens":1}}', 3))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # two objects on one line
+        [b'{"type":"text-delta","index":0,"text":"a"} {"type":"text-delta","index":0,"text":"b"}'],
+        [b'{"type":"text-delta","index":0,"text":"a"}{"type":"text-delta","index":0,"text":"b"}'],
+        [b'{"type":"text-delta","index":0,', b'"text":"a"}'],  # one object, two lines
+        [b'{"type":"text-delta","index":0,"text":"a"', b"}"],
+        [b'{"type":"text-delta","index":0,"text":"a"}', b"", b'{"x":1} {}'],  # as many values as lines, one blank
+        [b'{"type":"text-delta","index":0,"x":{}', b'{"text":"a"}}'],
+        [b"1 2", b"3"],
+        [b'{"type":"text-delta","index":0,"text":"a"} '],
+        [b' {"type":"text-delta","index":0,"text":"a"}\r'],
+    ],
+)
+def test_lines_that_are_not_one_value_each(lines: list[bytes]) -> None:
+    """msgspec's decode_lines reads values, not lines: orjson's verdict on each line stands."""
+    for end in (b"\n", b"\r\n"):
+        assert_same(end.join([*VALID[:2], *lines, *VALID[2:]]) + end)
+        assert_same(end.join([*VALID[:2], *lines]))
 
 
 @pytest.mark.parametrize("depth", [900, 1023, 1024, 1025, 3000])
 def test_nesting_at_and_past_orjsons_depth(depth: int) -> None:
     nested = b"[" * depth + b"]" * depth
-    assert_same(with_line(b'{"type":"delta","index":0,"text":"hi","x":' + nested + b"}"))
+    assert_same(with_line(b'{"type":"text-delta","index":0,"text":"hi","x":' + nested + b"}"))
 
 
 @pytest.mark.parametrize("blank", [b"", b" ", b"\t", b"\r", b" \t\r ", b"\x0c", b"\xef\xbb\xbf", b"\x00"])
@@ -147,15 +179,18 @@ JSON_VALUES = st.recursive(
 @st.composite
 def lines(draw: st.DrawFn) -> bytes:
     """A line of a stream: a chunk of the typical turn, one with a value of any JSON kind, or bytes of any kind."""
-    kind = draw(st.sampled_from(["chunk", "value", "bytes", "number"]))
+    kind = draw(st.sampled_from(["chunk", "value", "bytes", "number", "pieces"]))
     if kind == "chunk":
         return draw(st.sampled_from(VALID))
+    if kind == "pieces":  # values and pieces of values, side by side: msgspec would read them across lines
+        pieces = st.sampled_from([b"{", b"}", b"{}", b'"a":', b"1", b",", b" ", b'"text":"a"', b'{"a":1}', *VALID])
+        return b"".join(draw(st.lists(pieces, max_size=5)))
     if kind == "value":
         value = json.dumps(draw(JSON_VALUES)).encode()  # the standard library writes an int of any size
-        return b'{"type":"delta","index":0,"text":"a","x":' + value + b"}"
+        return b'{"type":"text-delta","index":0,"text":"a","x":' + value + b"}"
     if kind == "number":
         number = repr(draw(st.integers(-(2**70), 2**70) | st.floats(allow_nan=False))).encode()
-        return b'{"type":"delta","index":0,"text":"a","n":' + number + b"}"
+        return b'{"type":"text-delta","index":0,"text":"a","n":' + number + b"}"
     return draw(st.binary(max_size=12))
 
 

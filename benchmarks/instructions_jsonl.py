@@ -1,13 +1,11 @@
 """``validate_jsonl`` and ``assemble_jsonl`` against ``orjson.loads`` of the same lines: instructions a chunk, and time
-side by side in one process; the compiled machine and the pure one, msgspec's reading and orjson's.
+side by side in one process; the compiled machine and the pure one.
 
     python -m benchmarks.instructions_jsonl            # instructions and time; about 10 minutes
     python -m benchmarks.instructions_jsonl --time     # time alone, side by side: about a minute
 
 Workloads: the DeepSeek Harness session logs (``recordings``), the providers' recorded streams converted to chunk
-lines (``provider-recordings``) and the typical turn. ``validate_jsonl`` reads a bytes blob with msgspec where it
-is installed (the ``fast`` extra); ``validate_jsonl (orjson)`` is the path without it, measured in the same
-interpreter (``StreamAssembler.accepted_chunks`` of the blob's lines, what ``validate_jsonl`` runs then).
+lines (``provider-recordings``) and the typical turn.
 
 Instructions: each contender runs in a child interpreter under ``valgrind --tool=callgrind``, once with three
 rounds of the workload and once with one; the difference over two rounds' chunks is its own cost, warm (see
@@ -43,7 +41,7 @@ if sys.argv[1]:
     sys.path.insert(0, sys.argv[1])  # the pure copy of the package, before the compiled one
 import orjson
 import streamfsm as sf
-from streamfsm import _decode, _lines, _machine
+from streamfsm import _machine
 from benchmarks.workloads import provider_recordings, recordings, typical_turn
 kind = sys.argv[2]
 w = {"recordings": recordings, "provider-recordings": provider_recordings}[kind](None)[0] if kind != "typical" else (
@@ -54,13 +52,9 @@ def orj(b):
     for line in b.split(b"\\n"):
         if line:
             loads(line)
-def by_orjson(b):
-    machine = _machine.checker(w.policy)
-    collections.deque(machine.accepted_chunks(_lines.iter_lines(b), True), maxlen=0)
 RUN = {
     "orjson.loads": orj,
     "validate_jsonl": lambda b: collections.deque(sf.validate_jsonl(b, policy=w.policy), maxlen=0),
-    "validate_jsonl (orjson)": by_orjson,
     "assemble_jsonl": lambda b: sf.assemble_jsonl(b, policy=w.policy),
 }
 """
@@ -95,14 +89,13 @@ for r in range(rounds):
             RUN[m](b)
         times[m].append(time.perf_counter_ns() - t)
 compiled = not str(_machine.__file__).endswith(".py")
-fast = bool(_decode.usable(blobs[0]))
-print(json.dumps({"compiled": compiled, "msgspec": fast, "chunks": w.n_chunks * (10 if kind == "typical" else 1),
+print(json.dumps({"compiled": compiled, "chunks": w.n_chunks * (10 if kind == "typical" else 1),
                   "ns": {m: statistics.median(v) for m, v in times.items()}}))
 """
 )
 
 WORKLOADS = ("recordings", "provider-recordings", "typical")
-MODES = ("orjson.loads", "validate_jsonl", "validate_jsonl (orjson)", "assemble_jsonl")
+MODES = ("orjson.loads", "validate_jsonl", "assemble_jsonl")
 BUILDS = ("compiled", "pure")
 
 
@@ -171,11 +164,9 @@ def time_rows(kinds: tuple[str, ...] = WORKLOADS) -> list[str]:
             chunks = float(r["chunks"])  # type: ignore[arg-type]
             base = ns["orjson.loads"]
             ran = "compiled" if r["compiled"] else "pure"
-            reading = "msgspec" if r["msgspec"] else "orjson (msgspec not installed)"
             for mode in MODES:
-                said = f"; it reads with {reading}" if mode == "validate_jsonl" else ""
-                rows.append(f"time  {ran:8} {kind:19} {mode:24} {ns[mode] / chunks:8,.0f} ns a chunk "
-                            f"({ns[mode] / base:.2f}x orjson){said}")
+                rows.append(f"time  {ran:8} {kind:19} {mode:15} {ns[mode] / chunks:8,.0f} ns a chunk "
+                            f"({ns[mode] / base:.2f}x orjson)")
     return rows
 
 
@@ -187,11 +178,10 @@ def targets() -> list[Target]:
             r = side_by_side(path, kind)
             ns: dict[str, float] = r["ns"]  # type: ignore[assignment]
             base = ns["orjson.loads"]
-            fast, plain = ns["validate_jsonl"] / base, ns["validate_jsonl (orjson)"] / base
-            reading = "msgspec" if r["msgspec"] else "orjson: msgspec not installed"
+            v = ns["validate_jsonl"] / base
             out.append(Target(
                 f"validate_jsonl() vs orjson.loads, {build} machine, side by side in one process",
-                kind, "≤ 1.25×", f"{fast:.2f}× ({reading}; orjson's path {plain:.2f}×)", verdict(fast <= 1.25),
+                kind, "≤ 1.25×", f"{v:.2f}×", verdict(v <= 1.25),
             ))
     return out
 
@@ -219,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                 # the heap grown) are in both, so the difference is what a round costs once warm.
                 cost = per_chunk(path, kind, mode)
                 base = base or cost
-                print(f"instr {build:8} {kind:19} {mode:24} {cost:8,.0f} instructions a chunk "
+                print(f"instr {build:8} {kind:19} {mode:15} {cost:8,.0f} instructions a chunk "
                       f"({cost / base:.2f}x orjson)", flush=True)
     return 0
 

@@ -19,7 +19,6 @@ from collections.abc import (
 from typing import IO, Any, Final, TypeVar
 
 from ._config import Limits, Policy
-from ._decode import KEYS, decoded_slices, usable
 from ._errors import ErrorCode, LlmError
 from ._lines import iter_lines
 from ._machine import StreamAssembler, checker
@@ -212,23 +211,14 @@ def assemble_jsonl(
     asm = StreamAssembler(policy, limits)
     name = _file_name(source)
     if name is None:
-        _feed_jsonl(asm, source)
+        asm.feed_lines(iter_lines(source))
         return asm.close()
     try:
-        _feed_jsonl(asm, source)
+        asm.feed_lines(iter_lines(source))
         return asm.close()
     except LlmError as err:
         _hint(err, name, "assemble_jsonl")
         raise
-
-
-def _feed_jsonl(asm: StreamAssembler, source: JsonLines) -> None:
-    """Feed ``asm`` the chunks of JSON lines: a bytes blob decoded by msgspec when it is installed (``_decode``)."""
-    if usable(source):
-        for _ in asm._accepted_decoded(decoded_slices(source), KEYS):
-            pass
-    else:
-        asm.feed_lines(iter_lines(source))
 
 
 def validate_jsonl(
@@ -245,11 +235,7 @@ def validate_jsonl(
     compiled loop (``StreamAssembler.accepted_chunks``) does it all: the lines rule is that of ``assemble_jsonl``.
     """
     name = _file_name(source)
-    machine = checker(policy, limits)
-    if usable(source):  # a bytes blob, with msgspec: decoded a slice at a time (orjson's chunks and verdicts)
-        lines = machine._accepted_decoded(decoded_slices(source), KEYS, True)
-    else:
-        lines = machine.accepted_chunks(iter_lines(source), True)
+    lines = checker(policy, limits).accepted_chunks(iter_lines(source), True)
     return lines if name is None else _hinting(lines, name)
 
 

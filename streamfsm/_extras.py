@@ -3,9 +3,6 @@ it, its packages (as the installed package's metadata names them) and how to ins
 
 streamfsm is installed from a clone of its repository or from a wheel built there (``docs/install.md``), so the
 message names both ways: the packages themselves into the environment, or streamfsm again with the extra.
-
-An extra that only makes something faster (``fast``: msgspec, ``streamfsm._decode``) is never asked for: without
-it the same chunks and verdicts come by the core's path.
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@
 - **The bound.** No line is held past :data:`MAX_LINE_BYTES`: a device or a file with no line ends is refused
   (:class:`LineTooLong`), never read until memory runs out.
 
-Files are read a block at a time and split in C (:func:`bounded_lines`); a blob in memory a slice of whole lines
-at a time (:func:`blob_slices`, split by :func:`line_batches`); :func:`iter_lines` gives the lines of any
-JSON-lines source for the machine.
+Files are read a block at a time and split in C (:func:`bounded_lines`); a blob in memory a slice at a time
+(:func:`line_batches`); :func:`iter_lines` gives the lines of any JSON-lines source for the machine.
 :class:`Lines` reads a source's first lines ahead (to tell its format) and gives them back in order;
 :class:`Numbered` numbers the lines that hold content.
 """
@@ -29,11 +28,9 @@ __all__ = [
     "LineTooLong",
     "Lines",
     "Numbered",
-    "blob_slices",
     "bounded_lines",
     "iter_lines",
     "line_batches",
-    "lines_of",
     "not_json",
     "without_bom",
 ]
@@ -179,8 +176,7 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     if isinstance(source, (bytes, str, bytearray, memoryview)):
         blob = source if isinstance(source, (bytes, str)) else bytes(source)
         if len(blob) <= _BATCH_SIZE:  # a stream's worth, usually: its one split, with no generator to run
-            start = _after_bom(blob)
-            return iter(lines_of(blob[start:] if start else blob))
+            return iter(_split_rest(blob, _after_bom(blob)))
         return chain.from_iterable(line_batches(blob))
     if isinstance(source, (io.IOBase, io.TextIOBase)):
         return without_bom(source, "\ufeff" if isinstance(source, io.TextIOBase) else BOM)
@@ -198,48 +194,37 @@ def _after_bom(blob: bytes | str) -> int:
     return len(BOM) if blob.startswith(BOM) else 0
 
 
-def lines_of(piece: Any) -> list[Any]:
-    """The lines of a piece of a blob (bytes or str) in one split: the LF that ends its last line starts no line."""
-    lines: list[Any] = piece.split("\n" if isinstance(piece, str) else b"\n")
+def _split_rest(blob: Any, start: int) -> list[Any]:
+    """The lines of ``blob`` from ``start`` to its end, in one split (no copy of a blob from its start)."""
+    lines: list[Any] = (blob[start:] if start else blob).split("\n" if isinstance(blob, str) else b"\n")
     if not lines[-1]:
         lines.pop()  # the LF that ends the last line starts no line after it (an empty rest: no line)
     return lines
 
 
-def blob_slices(blob: bytes | str) -> Iterator[Any]:
-    """A JSON-lines blob in memory in whole lines, about :data:`_BATCH_SIZE` of it at a time, from its content.
+def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
+    """The lines of a JSON-lines blob in memory, split at LF, in lists of about :data:`_BATCH_SIZE` of it.
 
-    Each slice ends with an LF (but the last, if the blob does not) and is never more than a batch, but for
-    one line longer than that; a blob of one batch or less (a stream's worth, usually) is one slice, the blob
-    itself with no copy when it has no byte order mark. The BOM rule of :func:`iter_lines` holds.
+    Each list is one ``split`` in C of a slice of the blob: never the whole blob at once (a copy of at most a
+    batch, or of one line longer than it); the last batch is the rest of the blob, which for a blob of one
+    batch or less (a stream's worth, usually) is the blob itself, split with no copy. The BOM rule of
+    :func:`iter_lines` holds; a line keeps no LF, a blank line is an empty (or whitespace) string, and a last
+    line without an LF is a line.
     """
     newline: Any = "\n" if isinstance(blob, str) else b"\n"
     start = _after_bom(blob)
     end = len(blob)
     while start < end:
-        if end - start <= _BATCH_SIZE:  # the rest, at once
-            yield blob[start:] if start else blob
+        if end - start <= _BATCH_SIZE:  # the rest, in one split
+            yield _split_rest(blob, start)
             return
         stop = blob.rfind(newline, start, start + _BATCH_SIZE)
         if stop < 0:  # no LF in reach: one long line (or the last one)
             stop = blob.find(newline, start)
-            if stop < 0:
-                yield blob[start:]
-                return
-        yield blob[start : stop + 1]
-        start = stop + 1
-
-
-def line_batches(blob: bytes | str) -> Iterator[list[Any]]:
-    """The lines of a JSON-lines blob in memory, split at LF, in lists of about :data:`_BATCH_SIZE` of it.
-
-    Each list is one ``split`` in C of a slice of the blob (:func:`blob_slices`): never the whole blob at
-    once (a copy of at most a batch, or of one line longer than it); a blob of one batch or less is split
-    with no copy. The BOM rule of :func:`iter_lines` holds; a line keeps no LF, a blank line is an empty (or
-    whitespace) string, and a last line without an LF is a line.
-    """
-    for piece in blob_slices(blob):
-        yield lines_of(piece)
+            yield [blob[start : end if stop < 0 else stop]]
+        else:
+            yield blob[start:stop].split(newline)
+        start = end if stop < 0 else stop + 1
 
 
 class Numbered:

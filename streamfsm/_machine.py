@@ -22,7 +22,7 @@ from typing import Any, Final
 import orjson
 
 from . import _shape
-from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, Keys, open_buffer
+from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, open_buffer
 from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._construct import TEXT_MODEL, construct, usage_model
@@ -236,28 +236,6 @@ class StreamAssembler(Handlers):
             refused = False
             self._feed(chunk)
             yield chunk
-        if end:
-            self.end()
-
-    def _accepted_decoded(
-        self, slices: Iterable[tuple[list[Any] | None, list[bytes] | None]], keys: Keys, end: bool = False
-    ) -> Iterator[Any]:
-        """:meth:`accepted_chunks` of JSON lines decoded a slice at a time: each slice is ``(its chunks, None)``,
-        decoded already (by msgspec: ``streamfsm._decode``, whose key objects are ``keys``), or ``(None, its
-        lines)``, parsed here with orjson.
-
-        Each chunk is fed, and yielded once accepted, in the order of the lines; a slice of lines is read as
-        :meth:`accepted_chunks` reads lines. With ``end``, the end of the slices is the end of input.
-        """
-        for chunks, lines in slices:
-            if chunks is None:
-                if lines is not None:
-                    yield from self.accepted_chunks(lines)  # with orjson's keys
-                continue
-            self._keys = keys
-            for chunk in chunks:
-                self._feed(chunk)
-                yield chunk
         if end:
             self.end()
 

@@ -329,8 +329,8 @@ def targets(results: list[WorkloadResult], cfg: Config) -> list[Target]:
                 "big tool argument: linear (per-chunk growth)", f"{args[0].workload.key} → {biggest.workload.key}",
                 "≤ 1.2×", f"{g:.2f}× (bare loop: {bare:.2f}×)", verdict(g <= 1.2),
             ))
+    jsonl_rows = ("typical", "short", "recordings", "provider-recordings")
     for r in results:
-        jsonl_rows = ("typical", "short", "recordings", "provider-recordings")
         if r.workload.key in jsonl_rows or r is (large or None) or (args and r is args[-1]):
             j = r.ratio("assemble_jsonl", "orjson")
             out.append(Target("JSON lines vs orjson.loads of the lines", r.workload.key, "≤ 1.5×", f"{j:.2f}×",

@@ -1,75 +1,216 @@
-"""Instructions per chunk of ``validate_jsonl`` and ``assemble_jsonl`` against ``orjson.loads`` of the same lines.
+"""``validate_jsonl`` and ``assemble_jsonl`` against ``orjson.loads`` of the same lines: instructions a chunk, and time
+side by side in one process; the compiled machine and the pure one.
 
-    python -m benchmarks.instructions_jsonl            # the recordings and the typical turn; about 5 minutes
+    python -m benchmarks.instructions_jsonl            # instructions and time; about 10 minutes
+    python -m benchmarks.instructions_jsonl --time     # time alone, side by side: about a minute
 
-Each contender runs in a child interpreter under ``valgrind --tool=callgrind``, once with three rounds of the
-workload and once with one; the difference over two rounds' chunks is its own cost, warm (see
-``benchmarks/instructions.py``). Deterministic where the VM's timings are not; instructions are not time.
+Workloads: the DeepSeek Harness session logs (``recordings``), the providers' recorded streams converted to chunk
+lines (``provider-recordings``) and the typical turn.
+
+Instructions: each contender runs in a child interpreter under ``valgrind --tool=callgrind``, once with three
+rounds of the workload and once with one; the difference over two rounds' chunks is its own cost, warm (see
+``benchmarks/instructions.py``). Deterministic where the VM's timings are not; instructions are not time. Time:
+every contender of a workload in one child interpreter, in rounds, each round in an order rotated by one; the
+median of each over the rounds, divided by orjson's. The pure machine is the package's own modules as plain Python:
+a copy of the package without its compiled modules, put first on the child's path.
 """
+
+# ruff: noqa: RUF001 - the report's multiplication signs are meant
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-_DRIVER = """
-import collections, sys
+from .report import Target, verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_SETUP = """
+import collections, json, statistics, sys, time
+if sys.argv[1]:
+    sys.path.insert(0, sys.argv[1])  # the pure copy of the package, before the compiled one
 import orjson
 import streamfsm as sf
-from benchmarks.workloads import recordings, typical_turn
-kind, mode, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-w = recordings(None)[0] if kind == "recordings" else typical_turn()
-blobs = w.jsonl if kind == "recordings" else w.jsonl * 10
+from streamfsm import _machine
+from benchmarks.workloads import provider_recordings, recordings, typical_turn
+kind = sys.argv[2]
+w = {"recordings": recordings, "provider-recordings": provider_recordings}[kind](None)[0] if kind != "typical" else (
+    typical_turn())
+blobs = w.jsonl if kind != "typical" else w.jsonl * 10
 loads = orjson.loads
 def orj(b):
     for line in b.split(b"\\n"):
         if line:
             loads(line)
-run = {
+RUN = {
     "orjson.loads": orj,
     "validate_jsonl": lambda b: collections.deque(sf.validate_jsonl(b, policy=w.policy), maxlen=0),
     "assemble_jsonl": lambda b: sf.assemble_jsonl(b, policy=w.policy),
-}[mode]
+}
+"""
+
+_COUNT = (
+    _SETUP
+    + """
+run, rounds = RUN[sys.argv[3]], int(sys.argv[4])
 for b in blobs[:5]:
     run(b)
 for _ in range(rounds):
     for b in blobs:
         run(b)
 """
+)
+
+_TIME = (
+    _SETUP
+    + """
+import gc
+modes, rounds = sys.argv[3].split(","), int(sys.argv[4])
+for m in modes:
+    for b in blobs:
+        RUN[m](b)
+gc.collect()
+gc.freeze()
+times = {m: [] for m in modes}
+for r in range(rounds):
+    for m in modes[r % len(modes):] + modes[: r % len(modes)]:
+        t = time.perf_counter_ns()
+        for b in blobs:
+            RUN[m](b)
+        times[m].append(time.perf_counter_ns() - t)
+compiled = not str(_machine.__file__).endswith(".py")
+print(json.dumps({"compiled": compiled, "chunks": w.n_chunks * (10 if kind == "typical" else 1),
+                  "ns": {m: statistics.median(v) for m, v in times.items()}}))
+"""
+)
+
+WORKLOADS = ("recordings", "provider-recordings", "typical")
+MODES = ("orjson.loads", "validate_jsonl", "assemble_jsonl")
+BUILDS = ("compiled", "pure")
 
 
-def instructions(kind: str, mode: str, rounds: int) -> int:
-    """Instructions (Ir) of a child interpreter that runs ``mode`` over ``rounds`` rounds of the workload."""
+@contextmanager
+def pure_copy() -> Iterator[str]:
+    """A directory holding the package as plain Python (its modules without the compiled ones), for ``sys.path``."""
+    import streamfsm
+
+    with tempfile.TemporaryDirectory(prefix="streamfsm-pure-") as where:
+        shutil.copytree(
+            Path(streamfsm.__file__).parent,
+            Path(where) / "streamfsm",
+            ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"),
+        )
+        yield where
+
+
+def _child(script: str, path: str, kind: str, mode: str, rounds: int, valgrind: bool) -> str:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", _DRIVER]
-    proc = subprocess.run([*command, kind, mode, str(rounds)], capture_output=True, text=True, check=True, env=env)
-    found = re.search(r"refs:\s+([\d,]+)", proc.stderr)
+    prefix = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] if valgrind else []
+    command = [*prefix, sys.executable, "-c", script, path, kind, mode, str(rounds)]
+    proc = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
+    return proc.stderr if valgrind else proc.stdout
+
+
+def instructions(path: str, kind: str, mode: str, rounds: int) -> int:
+    """Instructions (Ir) of a child interpreter that runs ``mode`` over ``rounds`` rounds of the workload."""
+    err = _child(_COUNT, path, kind, mode, rounds, True)
+    found = re.search(r"refs:\s+([\d,]+)", err)
     if found is None:
-        raise RuntimeError(f"no instruction count in valgrind's output:\n{proc.stderr[-2000:]}")
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{err[-2000:]}")
     return int(found.group(1).replace(",", ""))
 
 
-def main() -> int:
+def per_chunk(path: str, kind: str, mode: str) -> float:
+    """Instructions a chunk of ``mode`` on the workload, warm (three rounds less one, over two rounds' chunks)."""
+    from .workloads import provider_recordings, recordings, typical_turn
+
+    w = typical_turn() if kind == "typical" else {"recordings": recordings, "provider-recordings": provider_recordings}[
+        kind
+    ](None)[0]
+    if w is None:
+        return float("nan")
+    chunks = w.n_chunks * (10 if kind == "typical" else 1)
+    return (instructions(path, kind, mode, 3) - instructions(path, kind, mode, 1)) / (2 * chunks)
+
+
+def side_by_side(path: str, kind: str, rounds: int = 15) -> dict[str, object]:
+    """Every mode's median time on the workload, in one child interpreter, and which machine and reading ran."""
+    result: dict[str, object] = json.loads(_child(_TIME, path, kind, ",".join(MODES), rounds, False))
+    return result
+
+
+def _builds() -> Iterator[tuple[str, str]]:
+    yield "compiled", ""
+    with pure_copy() as where:
+        yield "pure", where
+
+
+def time_rows(kinds: tuple[str, ...] = WORKLOADS) -> list[str]:
+    rows = []
+    for _build, path in _builds():
+        for kind in kinds:
+            r = side_by_side(path, kind)
+            ns: dict[str, float] = r["ns"]  # type: ignore[assignment]
+            chunks = float(r["chunks"])  # type: ignore[arg-type]
+            base = ns["orjson.loads"]
+            ran = "compiled" if r["compiled"] else "pure"
+            for mode in MODES:
+                rows.append(f"time  {ran:8} {kind:19} {mode:15} {ns[mode] / chunks:8,.0f} ns a chunk "
+                            f"({ns[mode] / base:.2f}x orjson)")
+    return rows
+
+
+def targets() -> list[Target]:
+    """The rows of ``python -m benchmarks``: validate_jsonl over orjson.loads in time, side by side, each build."""
+    out = []
+    for build, path in _builds():
+        for kind in ("recordings", "provider-recordings"):
+            r = side_by_side(path, kind)
+            ns: dict[str, float] = r["ns"]  # type: ignore[assignment]
+            base = ns["orjson.loads"]
+            v = ns["validate_jsonl"] / base
+            out.append(Target(
+                f"validate_jsonl() vs orjson.loads, {build} machine, side by side in one process",
+                kind, "≤ 1.25×", f"{v:.2f}×", verdict(v <= 1.25),
+            ))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.instructions_jsonl", description=__doc__.split("\n\n")[0])
+    p.add_argument("--time", action="store_true", help="time alone (no valgrind)")
+    p.add_argument("--only", default="", help="comma-separated workloads (recordings,provider-recordings,typical)")
+    args = p.parse_args(argv)
+    kinds = tuple(k for k in args.only.split(",") if k) or WORKLOADS
+    for row in time_rows(kinds):
+        print(row, flush=True)
+    if args.time:
+        return 0
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
-    from .workloads import recordings, typical_turn
-
-    for kind in ("recordings", "typical"):
-        workload = recordings(None)[0] if kind == "recordings" else typical_turn()
-        if workload is None:
-            continue
-        chunks = workload.n_chunks * (1 if kind == "recordings" else 10)
-        base = None
-        for mode in ("orjson.loads", "validate_jsonl", "assemble_jsonl"):
-            # Three rounds less one: the first round's one-time costs (code paths taken first, caches filled,
-            # the heap grown) are in both, so the difference is what a round costs once warm.
-            per_chunk = (instructions(kind, mode, 3) - instructions(kind, mode, 1)) / (2 * chunks)
-            base = base or per_chunk
-            print(f"{kind:10} {mode:15} {per_chunk:8,.0f} instructions a chunk ({per_chunk / base:.2f}x orjson)")
+    for build, path in _builds():
+        for kind in kinds:
+            base = None
+            for mode in MODES:
+                if build == "pure" and mode == "assemble_jsonl":
+                    continue
+                # Three rounds less one: the first round's one-time costs (code paths taken first, caches filled,
+                # the heap grown) are in both, so the difference is what a round costs once warm.
+                cost = per_chunk(path, kind, mode)
+                base = base or cost
+                print(f"instr {build:8} {kind:19} {mode:15} {cost:8,.0f} instructions a chunk "
+                      f"({cost / base:.2f}x orjson)", flush=True)
     return 0
 
 

@@ -45,6 +45,8 @@ __all__ = [
     "long_text",
     "openai_chunks",
     "plan",
+    "provider_dirs",
+    "provider_recordings",
     "pydantic_ai_calls",
     "recordings",
     "reference",
@@ -406,6 +408,42 @@ def recordings(limit: int | None = None, directory: Path | None = None) -> tuple
     return w, note
 
 
+def provider_dirs() -> list[Path]:
+    """The providers' recorded streams kept in the repository (``tests/fixtures/*provider-streams``)."""
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+    return [fixtures / "provider-streams", fixtures / "more-provider-streams"]
+
+
+def provider_recordings(limit: int | None = None) -> tuple[Workload | None, str]:
+    """The providers' recorded streams (six wire APIs: SSE bodies and their events as JSON lines), each read as
+    ``sf.read_recordings`` reads it, converted to the block protocol's chunks; those valid under HARNESS.
+
+    The JSON-lines contenders read them as chunk lines (``to_jsonl``), as a checker reads a converted corpus.
+    """
+    import streamfsm as sf
+
+    paths = sorted(p for d in provider_dirs() for p in d.glob("*/*") if p.suffix in (".jsonl", ".sse"))
+    if not paths:
+        return None, "no provider recordings found"
+    valid: list[Stream] = []
+    total = 0
+    for path in paths:
+        for rec in sf.read_recordings(path):
+            total += 1
+            try:
+                sf.assemble(rec.chunks, policy=sf.Policy.HARNESS)
+            except sf.LlmError:
+                continue
+            valid.append(list(rec.chunks))
+    used = valid if limit is None else valid[:limit]
+    note = (
+        f"{len(paths)} provider recordings, {total} streams converted to chunks: {len(valid)} valid under HARNESS, "
+        f"{total - len(valid)} invalid left out; {len(used)} replayed, {sum(len(s) for s in used):,} chunks"
+    )
+    title = f"{len(used)} recorded provider streams, converted to chunks (HARNESS)"
+    return Workload("provider-recordings", title, used, policy="harness"), note
+
+
 def all_workloads(sizes: Sizes) -> tuple[list[Workload], list[str]]:
     """Every workload of the run, in table order, and notes about what was left out."""
     notes: list[str] = []
@@ -415,6 +453,10 @@ def all_workloads(sizes: Sizes) -> tuple[list[Workload], list[str]]:
     notes.append(f"recordings: {note}")
     if rec is not None:
         ws.append(rec)
+    providers, note = provider_recordings(sizes.recordings)
+    notes.append(f"provider recordings: {note}")
+    if providers is not None:
+        ws.append(providers)
     ws += [long_text(n) for n in sizes.text]
     ws += [big_arguments(n) for n in sizes.args]
     return ws, notes

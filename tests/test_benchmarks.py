@@ -65,15 +65,16 @@ def test_smoke_run_prints_the_tables(smoke: tuple[subprocess.CompletedProcess[st
 
 @pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
 def test_validate_jsonl_is_timed_next_to_assemble_jsonl(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
-    """The check-only path (issue 15) is a contender of the JSON-lines table, with its ratio to orjson and its
-    targets on the recordings and the typical turn."""
+    """The check-only path is a contender of the JSON-lines table, with its ratio to orjson and its targets on the
+    session logs, the providers' recordings and the typical turn."""
     proc, _ = smoke
     out = proc.stdout
     assert "streamfsm validate_jsonl()" in out
     assert "assemble_jsonl ÷ orjson" in out and "validate_jsonl ÷ orjson" in out
     rows = [line for line in out.splitlines() if line.startswith("| validate_jsonl() vs orjson.loads of the lines")]
-    assert [row.split("|")[2].strip() for row in rows] == ["recordings", "typical"]
-    assert [row.split("|")[3].strip() for row in rows] == ["≤ 2.0\u00d7", "≤ 1.5\u00d7"]
+    assert [row.split("|")[2].strip() for row in rows] == ["recordings", "provider-recordings", "typical"]
+    assert [row.split("|")[3].strip() for row in rows] == ["≤ 1.25\u00d7", "≤ 1.25\u00d7", "≤ 1.50\u00d7"]
+    assert "| provider-recordings" in out
 
 
 @pytest.mark.slow  # the smoke run: every workload of python -m benchmarks
@@ -196,6 +197,17 @@ def test_instruction_counts_without_valgrind(
     monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
     assert instructions.main([]) == 2
     assert "valgrind is not installed" in capsys.readouterr().err
+
+
+def test_the_pure_copy_of_the_package_runs_the_machine_as_plain_python() -> None:
+    """``benchmarks.instructions_jsonl`` times the pure machine beside the compiled one: a copy of the package
+    without its compiled modules, first on a child interpreter's path."""
+    from benchmarks import instructions_jsonl
+
+    script = "import sys; sys.path.insert(0, sys.argv[1]); from streamfsm import _machine; print(_machine.__file__)"
+    with instructions_jsonl.pure_copy() as where:
+        done = subprocess.run([sys.executable, "-c", script, where], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(Path(where) / "streamfsm" / "_machine.py")
 
 
 def test_instruction_counts_are_read_from_valgrinds_summary(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ __all__ = ["FLUSH", "JSON_KEYS", "LITERAL_KEYS", "Buffer", "Keys", "Room", "byte
 
 
 class Keys:
-    """The key objects the delta handler's expectation looks a delta's fields up with.
+    """The key objects the handlers look a chunk's fields up with.
 
     A dict lookup finds its key by hash, then by identity, and only then by comparing characters. The
     package's own string constants are interned, as the keys of dicts written in Python source are; but
@@ -30,15 +30,63 @@ class Keys:
     identical is found all the same.
     """
 
-    __slots__ = ("arguments", "id", "index", "name", "text", "type")
+    __slots__ = (
+        "arguments",
+        "arguments_delta",
+        "block",
+        "block_type",
+        "id",
+        "index",
+        "input_tokens",
+        "kind",
+        "name",
+        "output_tokens",
+        "reason",
+        "replay_state",
+        "text",
+        "type",
+        "usage",
+    )
 
     def __init__(self, keys: Iterable[str]) -> None:
-        self.type, self.index, self.text, self.arguments, self.id, self.name = keys
+        (
+            self.type,
+            self.index,
+            self.text,
+            self.arguments_delta,
+            self.id,
+            self.name,
+            self.block_type,
+            self.block,
+            self.arguments,
+            self.usage,
+            self.input_tokens,
+            self.output_tokens,
+            self.reason,
+            self.kind,
+            self.replay_state,
+        ) = keys
 
 
-_FIELDS_OF_A_DELTA: Final = ("type", "index", "text", "argumentsDelta", "id", "name")
-LITERAL_KEYS: Final = Keys(_FIELDS_OF_A_DELTA)
-JSON_KEYS: Final = Keys(orjson.loads(orjson.dumps(dict.fromkeys(_FIELDS_OF_A_DELTA, 0))))
+_FIELDS: Final = (
+    "type",
+    "index",
+    "text",
+    "argumentsDelta",
+    "id",
+    "name",
+    "blockType",
+    "block",
+    "arguments",
+    "usage",
+    "inputTokens",
+    "outputTokens",
+    "reason",
+    "kind",
+    "replayState",
+)
+LITERAL_KEYS: Final = Keys(_FIELDS)
+JSON_KEYS: Final = Keys(orjson.loads(orjson.dumps(dict.fromkeys(_FIELDS, 0))))
 #: Parts (roughly) between two flushes of an open block's buffer.
 FLUSH: Final = 4096
 #: What a tool call's expected id is until its first delta has said it: no id is this object.
@@ -163,7 +211,7 @@ def open_buffer(kind: str, index: int, cap: int, keys: Keys) -> Buffer:
     delta_type = _DELTA_OF.get(kind)
     if delta_type is None:
         return Buffer(index, cap, kind, "", "", "")
-    return Buffer(index, cap, kind, kind, delta_type, keys.arguments if kind == "tool-call" else keys.text)
+    return Buffer(index, cap, kind, kind, delta_type, keys.arguments_delta if kind == "tool-call" else keys.text)
 
 
 def utf8_len(text: str) -> int:

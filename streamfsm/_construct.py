@@ -17,12 +17,11 @@ from ._models import (
     _Blank,
 )
 
-__all__ = ["PLAIN_FINISH", "TEXT_MODEL", "construct", "result", "text_block", "tool_call", "usage_model"]
+__all__ = ["PLAIN_FINISH", "construct", "result", "text_block", "tool_call", "usage_model"]
 
 M = TypeVar("M", bound=BaseModel)
 _FIELDS_SET: Final[dict[type[BaseModel], set[str]]] = {}
 _BLANK: Final = _Blank  # a Final name is a C static in the compiled module, an import a dict lookup
-TEXT_MODEL: Final[dict[str, type[TextBlock] | type[ReasoningBlock]]] = {"text": TextBlock, "reasoning": ReasoningBlock}
 #: The finish reasons without a failure: frozen, so one instance of each serves every stream. Every
 #: field is given, as a failure's reason gives them (``model_fields_set`` is the same on every path).
 PLAIN_FINISH: Final = {kind: FinishReason(kind=kind, failure=None) for kind in ("stop", "tool-calls", "max-tokens")}

@@ -156,8 +156,9 @@ class Handlers(Stream):
     # -- the handlers: the rules of a chunk type, each written once, in the order of SPEC §3 ------------
 
     def _on_block_start(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        got_index: Any = c.get("index")
-        got_kind: Any = c.get("blockType")
+        keys = self._keys
+        got_index: Any = c.get(keys.index)
+        got_kind: Any = c.get(keys.block_type)
         index: int
         kind: str
         if (
@@ -266,8 +267,9 @@ class Handlers(Stream):
         self._hot = block  # its next deltas meet the expectation (counted just now: its cap is the stream's room)
 
     def _on_block_end(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        got_index: Any = c.get("index")
-        got: Any = c.get("block")
+        keys = self._keys
+        got_index: Any = c.get(keys.index)
+        got: Any = c.get(keys.block)
         kind: Any = None
         text: Any = None
         index = 0
@@ -276,19 +278,19 @@ class Handlers(Stream):
         if ok:
             index = got_index
             wire = got
-            kind = wire.get("type")
+            kind = wire.get(keys.type)
             ok = type(kind) is str
         if ok and kind == "tool-call":
-            cid = wire.get("id")
-            name = wire.get("name")
+            cid = wire.get(keys.id)
+            name = wire.get(keys.name)
             ok = (
                 type(cid) is str
                 and type(name) is str
-                and type(wire.get("arguments")) is str
+                and type(wire.get(keys.arguments)) is str
                 and ((cid != "" and name != "") or self._interleave)
             )
         elif ok:
-            text = wire.get("text")
+            text = wire.get(keys.text)
             ok = (kind == "text" or kind == "reasoning") and type(text) is str
         if not ok:  # a block that takes no deltas is always checked whole: its content must be JSON data
             c = self._shaped(c, n)[0]
@@ -366,11 +368,12 @@ class Handlers(Stream):
         return last_open
 
     def _on_usage(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        got: Any = c.get("usage")
+        keys = self._keys
+        got: Any = c.get(keys.usage)
         if type(got) is dict:
             u: dict[str, Any] = got
-            inputs = u.get("inputTokens")
-            outputs = u.get("outputTokens")
+            inputs = u.get(keys.input_tokens)
+            outputs = u.get(keys.output_tokens)
             if len(u) == 2:  # the two counts a usage must have, and no other (the optional ones absent)
                 cache_read = cache_write = reasoning = _ABSENT
             else:
@@ -405,10 +408,11 @@ class Handlers(Stream):
         return True
 
     def _on_finish(self, c: dict[str, Any], route: Route, n: int) -> bool:
-        reason: Any = c.get("reason")
-        kind: Any = reason.get("kind") if type(reason) is dict else None
+        keys = self._keys
+        reason: Any = c.get(keys.reason)
+        kind: Any = reason.get(keys.kind) if type(reason) is dict else None
         finish = PLAIN_FINISH.get(kind) if type(kind) is str else None
-        plain = finish is not None and "replayState" not in c
+        plain = finish is not None and keys.replay_state not in c
         if not plain:  # a failure, a replay state or a kind the protocol does not know: checked whole
             c = self._shaped(c, n)[0]
             reason = c["reason"]

@@ -42,7 +42,7 @@ from ._json import copy_json, json_size
 from ._messages import invalid, short, type_of
 from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock
 from ._stream import Stream
-from ._table import FAILED, FINISHED, IN_BLOCK, READY, ROUTES, STATES
+from ._table import FAILED, FINISHED, READY, ROUTES, STATES
 
 __all__ = ["BLOCK_END", "BLOCK_START", "DELTA", "FINISH", "USAGE", "Handlers", "Route", "start_rows"]
 
@@ -60,10 +60,11 @@ _NO_BLOCK: Final[dict[str, Any]] = {}  # what block-end's typed ``wire`` holds u
 class Handlers(Stream):
     """The dispatch and the handlers of the chunk types (the base of ``StreamAssembler``)."""
 
-    __slots__ = ("_last", "_last_type")
+    __slots__ = ("_in_block", "_last", "_last_type")
 
     _last: Route  # the route the last chunk of type _last_type took (the memo of _feed)
     _last_type: str
+    _in_block: dict[str, Route]  # the routes of state IN_BLOCK: a block's deltas take its delta type's
 
     # -- the dispatch: one lookup a chunk ---------------------------------------------------------
 
@@ -183,7 +184,7 @@ class Handlers(Stream):
         self._limits(n, self._stream_bytes)
         block = open_buffer(kind, index, min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2), self._keys)
         if block.delta_type:
-            block.route = self._rows[IN_BLOCK][block.delta_type]
+            block.route = self._in_block[block.delta_type]
         if self._interleave and kind not in _BLOCK_TYPES:  # under STRICT the shape refused it (noted with its words)
             reason = _shape.unknown_block_type(kind)
             self._note(ErrorCode.INVALID_CHUNK, invalid("block-start", "blockType", reason, self._state), n)
@@ -270,7 +271,7 @@ class Handlers(Stream):
         keys = self._keys
         got_index: Any = c.get(keys.index)
         got: Any = c.get(keys.block)
-        kind: Any = None
+        kind = ""
         text: Any = None
         index = 0
         wire: dict[str, Any] = _NO_BLOCK  # typed, its fields are read as a dict's (not by a method call)
@@ -278,8 +279,10 @@ class Handlers(Stream):
         if ok:
             index = got_index
             wire = got
-            kind = wire.get(keys.type)
-            ok = type(kind) is str
+            got_kind: Any = wire.get(keys.type)
+            ok = type(got_kind) is str
+            if ok:
+                kind = got_kind  # typed: compared as a str from here
         if ok and kind == "tool-call":
             cid = wire.get(keys.id)
             name = wire.get(keys.name)

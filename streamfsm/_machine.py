@@ -111,6 +111,7 @@ class StreamAssembler(Handlers):
         self._row = rows.ready
         self._last = rows.first
         self._last_type = rows.first.chunk_type
+        self._in_block = rows.by_state[IN_BLOCK]
         self._open = {}
         self._started = 0
         self._done = []
@@ -446,7 +447,7 @@ def _restored(cls: type[StreamAssembler], settings: tuple[Any, ...], state: tupl
         if b.kind == "tool-call":
             b.expected_id = cid if cid is not None else NO_ID
         if b.delta_type:
-            b.route = m._rows[IN_BLOCK][b.delta_type]
+            b.route = m._in_block[b.delta_type]
         m._open[index] = b
         if index == hot:
             m._hot = b

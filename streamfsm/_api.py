@@ -58,7 +58,7 @@ def assemble(
         _not_sync(chunks, "assemble", "await sf.aassemble(...)")
         raise
     try:
-        asm.feed_many(iterator)
+        asm.feed_many(chunks if type(chunks) is list else iterator)  # a list is read by index
     except BaseException as exc:
         _misused(exc, chunks, "assemble")
         close_upstream(iterator, quietly=True)

@@ -27,7 +27,7 @@ _BLANK: Final = _Blank  # a Final name is a C static in the compiled module, an 
 PLAIN_FINISH: Final = {kind: FinishReason(kind=kind, failure=None) for kind in ("stop", "tool-calls", "max-tokens")}
 
 
-def construct(cls: type[M], values: dict[str, Any]) -> M:
+def construct(cls: type[M], values: dict[str, Any], fields_set: set[str] | None = None) -> M:
     """Build a model from values the machine has already validated, skipping validation.
 
     ``values`` holds every field (defaults included); other keys fill ``cached_property`` slots
@@ -36,9 +36,10 @@ def construct(cls: type[M], values: dict[str, Any]) -> M:
     ``_Blank`` by plain assignments and then given its class (see ``_Blank``): one ``object.__setattr__``
     call costs more than all of those.
     """
-    fields_set = _FIELDS_SET.get(cls)
-    if fields_set is None:
-        fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
+    if fields_set is None:  # not given by the caller: the class's, made once
+        fields_set = _FIELDS_SET.get(cls)
+        if fields_set is None:
+            fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
     obj: Any = _BLANK()
     obj.__dict__ = values
     # Shared by every instance of the class: frozen models never change it, and copies copy it.
@@ -63,38 +64,26 @@ def usage_model(inputs: Any, outputs: Any, cache_read: Any, cache_write: Any, re
         values["cache_write_tokens"] = cache_write
     if reasoning is not None:
         values["reasoning_tokens"] = reasoning
-    return construct(Usage, values)
+    return construct(Usage, values, _USAGE_FIELDS)
 
 
 def text_block(kind: str, text: str) -> TextBlock | ReasoningBlock:
     """The completed text or reasoning block (``kind``) of ``text``."""
     if kind == "text":
-        values = _TEXT.copy()
-        values["text"] = text
-        return construct(TextBlock, values)
-    values = _REASONING.copy()
-    values["text"] = text
-    return construct(ReasoningBlock, values)
+        return construct(TextBlock, {"type": "text", "text": text}, _TEXT_FIELDS)
+    return construct(ReasoningBlock, {"type": "reasoning", "text": text}, _TEXT_FIELDS)
 
 
 def result(blocks: list[Any], usage: Any, finish: Any, interrupted: list[Any], replay_state: Any) -> StreamResult:
-    """The :class:`StreamResult` of a finished stream (a copy of a template, each field set over it)."""
-    values = _RESULT.copy()
-    values["blocks"] = blocks
-    values["usage"] = usage
-    values["finish"] = finish
-    values["interrupted"] = interrupted
-    values["replay_state"] = replay_state
-    return construct(StreamResult, values)
-
-
-#: The fields of the models the machine builds most, in their order, as templates to copy.
-_USAGE: Final[dict[str, Any]] = dict.fromkeys(
-    ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
-)
-_TEXT: Final[dict[str, Any]] = {"type": "text", "text": ""}
-_REASONING: Final[dict[str, Any]] = {"type": "reasoning", "text": ""}
-_RESULT: Final[dict[str, Any]] = dict.fromkeys(("blocks", "usage", "finish", "interrupted", "replay_state"))
+    """The :class:`StreamResult` of a finished stream."""
+    values = {
+        "blocks": blocks,
+        "usage": usage,
+        "finish": finish,
+        "interrupted": interrupted,
+        "replay_state": replay_state,
+    }
+    return construct(StreamResult, values, _RESULT_FIELDS)
 
 
 def tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> ToolCallBlock:
@@ -106,4 +95,15 @@ def tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> To
     values: dict[str, Any] = {"type": "tool-call", "id": cid, "name": name, "arguments": arguments}
     if len(arguments) <= ORJSON_MAX:
         values["parsed_arguments"] = parsed
-    return construct(ToolCallBlock, values)
+    return construct(ToolCallBlock, values, _CALL_FIELDS)
+
+
+#: The fields of a usage, as a template to copy (most usage chunks give two counts of five).
+_USAGE: Final[dict[str, Any]] = dict.fromkeys(
+    ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+)
+#: The fields sets of the models built for every stream (as C statics: no lookup).
+_TEXT_FIELDS: Final = set(TextBlock.__pydantic_fields__)
+_USAGE_FIELDS: Final = set(Usage.__pydantic_fields__)
+_RESULT_FIELDS: Final = set(StreamResult.__pydantic_fields__)
+_CALL_FIELDS: Final = set(ToolCallBlock.__pydantic_fields__)

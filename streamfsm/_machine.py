@@ -189,6 +189,17 @@ class StreamAssembler(Handlers):
         An exception raised by ``chunks`` itself (its ``__next__``) passes through unchanged; :attr:`source_failed`
         then says so.
         """
+        if type(chunks) is list:  # a list raises nothing of its own, and is read by index (no iterator protocol)
+            items: list[Any] = chunks
+            try:
+                for item in items:
+                    self._feed(item)
+            except BaseException as exc:
+                self._source_failed = False
+                if isinstance(exc, LlmError):
+                    _hint(self, exc, item)
+                raise
+            return
         feeding = False  # True while a chunk is in the machine: an exception then is not the source's
         try:
             for chunk in chunks:

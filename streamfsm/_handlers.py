@@ -22,9 +22,10 @@ Only then is anything committed, so a rejected chunk leaves no trace (``Stream._
 noted). A handler returns whether the route's guard held; the dispatcher (:meth:`Handlers._feed`) moves to the
 state the route names for it. A handler never writes a state.
 
-The delta handler starts with an expectation: what the next delta of the hot block (the one the last
+The dispatch starts a delta with an expectation: what the next delta of the hot block (the one the last
 chunk went to) must be — its route, its index, its tool call's id, and its room (``Buffer.cap``). A delta
-that meets it breaks no rule, and is appended; any other goes through the rules.
+that meets it breaks no rule, and is appended; any other goes through the delta's rules (``Handlers._delta``).
+A route names its handler by a number (:data:`DELTA`, ...), which the dispatch switches on.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ under valgrind's callgrind, which do not move with a noisy machine as times do:
 `python -m benchmarks.instructions` (a 5-chunk stream, a typical chunk, and the bare dict loop's typical chunk) and
 `python -m benchmarks.instructions_jsonl` (a chunk of `validate_jsonl` and `assemble_jsonl` next to
 `orjson.loads`, on the session logs, the providers' recordings and the typical turn, for the compiled and the pure
-machine, with their times side by side in one process; `--time` for the times alone); `python -m benchmarks.blank_lines` counts what a blank line costs `assemble_jsonl` against a
+machine, with their times side by side in one process; `--time` for the times alone);
+`python -m benchmarks.blank_lines` counts what a blank line costs `assemble_jsonl` against a
 valid one, per byte (a target row of `python -m benchmarks`).
 
 ## How to read it

@@ -472,11 +472,16 @@ def _hint(m: StreamAssembler, err: LlmError, chunk: object) -> None:
     (``_recordings.converter_hint``). Only the refusal of this chunk (not a failure raised again) is a candidate."""
     if err is not m._error or err.code != ErrorCode.INVALID_CHUNK or err.chunk_index != m._count - 1:
         return
-    if type(chunk) is dict and chunk.get("type") in _shape.CHUNK_TYPES:  # refused for another field than its type
-        return
+    if type(chunk) is dict:
+        t = chunk.get("type")
+        if type(t) is str and t in _shape.CHUNK_TYPES:  # refused for another field than its type
+            return
     from ._recordings import converter_hint  # the cold path: a refusal
 
-    hint = converter_hint(chunk)
+    try:
+        hint = converter_hint(chunk)
+    except Exception:  # a hostile value: the refusal goes as it is
+        return
     end = f" (state {err.state})"
     if hint and err.message.endswith(end) and hint not in err.message:
         err.message = f"{err.message.removesuffix(end)}{hint}{end}"

@@ -16,7 +16,7 @@ Nothing here imports a peer, so this module works (and is tested) without any of
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -382,22 +382,7 @@ def recordings(limit: int | None = None, directory: Path | None = None) -> tuple
     paths = sorted(where.glob("*.jsonl")) if where.is_dir() else []
     if not paths:
         return None, f"no recordings found in {where}"
-    valid: list[Stream] = []
-    total = 0
-    strict_ok = 0
-    for path in paths:
-        for rec in sf.read_session(path):
-            total += 1
-            try:
-                sf.assemble(rec.chunks, policy=sf.Policy.HARNESS)
-            except sf.LlmError:
-                continue
-            try:
-                sf.assemble(rec.chunks, policy=sf.Policy.STRICT)
-                strict_ok += 1
-            except sf.LlmError:
-                pass
-            valid.append(list(rec.chunks))
+    valid, total, strict_ok = _valid_under_harness(rec.chunks for path in paths for rec in sf.read_session(path))
     used = valid if limit is None else valid[:limit]
     note = (
         f"{len(paths)} session logs, {total} recorded streams: {len(valid)} valid under HARNESS "
@@ -406,6 +391,28 @@ def recordings(limit: int | None = None, directory: Path | None = None) -> tuple
     )
     w = Workload("recordings", f"{len(used)} recorded harness streams (HARNESS)", used, policy="harness")
     return w, note
+
+
+def _valid_under_harness(streams: Iterable[Sequence[Chunk]]) -> tuple[list[Stream], int, int]:
+    """The streams valid under ``Policy.HARNESS`` (as lists), how many streams there were, and how many of the valid
+    ones ``Policy.STRICT`` accepts too."""
+    import streamfsm as sf
+
+    valid: list[Stream] = []
+    total = strict_ok = 0
+    for chunks in streams:
+        total += 1
+        try:
+            sf.assemble(chunks, policy=sf.Policy.HARNESS)
+        except sf.LlmError:
+            continue
+        try:
+            sf.assemble(chunks, policy=sf.Policy.STRICT)
+            strict_ok += 1
+        except sf.LlmError:
+            pass
+        valid.append(list(chunks))
+    return valid, total, strict_ok
 
 
 def provider_dirs() -> list[Path]:
@@ -425,16 +432,7 @@ def provider_recordings(limit: int | None = None) -> tuple[Workload | None, str]
     paths = sorted(p for d in provider_dirs() for p in d.glob("*/*") if p.suffix in (".jsonl", ".sse"))
     if not paths:
         return None, "no provider recordings found"
-    valid: list[Stream] = []
-    total = 0
-    for path in paths:
-        for rec in sf.read_recordings(path):
-            total += 1
-            try:
-                sf.assemble(rec.chunks, policy=sf.Policy.HARNESS)
-            except sf.LlmError:
-                continue
-            valid.append(list(rec.chunks))
+    valid, total, _ = _valid_under_harness(rec.chunks for path in paths for rec in sf.read_recordings(path))
     used = valid if limit is None else valid[:limit]
     note = (
         f"{len(paths)} provider recordings, {total} streams converted to chunks: {len(valid)} valid under HARNESS, "

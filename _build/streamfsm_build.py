@@ -31,6 +31,7 @@ COMPILED = [
     "streamfsm/_messages.py",
     "streamfsm/_construct.py",
     "streamfsm/_arguments.py",
+    "streamfsm/_assemble.py",
 ]
 
 #: What a compiling build needs: mypy carries mypyc, pinned to the version the build was tested with; it

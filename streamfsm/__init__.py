@@ -92,11 +92,11 @@ if TYPE_CHECKING:  # the face: what type checkers see; at run time __getattr__ i
     from ._agent import AgentLoop as AgentLoop
     from ._agent import AgentRun as AgentRun
     from ._api import aassemble as aassemble
-    from ._api import assemble as assemble
     from ._api import assemble_jsonl as assemble_jsonl
     from ._api import avalidate as avalidate
     from ._api import validate as validate
     from ._api import validate_jsonl as validate_jsonl
+    from ._assemble import assemble as assemble
     from ._check import FileReport as FileReport
     from ._check import StreamReport as StreamReport
     from ._check import check_file as check_file

@@ -17,10 +17,11 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from ._abort import AbortSignal
-from ._api import aclose_upstream, avalidate
+from ._api import avalidate
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
 from ._models import ReasoningBlock, SafetyCheck, StreamResult, TextBlock, ToolCallBlock, WireModel
+from ._upstream import aclose_upstream
 from ._wire import StreamChunk
 
 __all__ = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import (
     AsyncGenerator,
@@ -24,10 +23,10 @@ from ._errors import ErrorCode, LlmError
 from ._lines import iter_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
+from ._upstream import aclose_upstream, close_upstream, misused, not_async, not_sync, say_instead, wrap_upstream
 
 __all__ = [
     "aassemble",
-    "assemble",
     "assemble_jsonl",
     "avalidate",
     "validate",
@@ -38,36 +37,6 @@ C = TypeVar("C", bound=Mapping[str, Any])
 T = TypeVar("T")
 
 JsonLines = bytes | str | IO[bytes] | IO[str] | Iterable[bytes] | Iterable[str]
-
-
-def assemble(
-    chunks: Iterable[Mapping[str, Any]],
-    *,
-    policy: Policy | str = Policy.STRICT,
-    limits: Limits | None = None,
-) -> StreamResult:
-    """Validate and assemble a whole stream of chunk dicts; raises :class:`LlmError` at the first violation.
-
-    An exception the upstream iterator raises is an :class:`LlmError`: one it raises itself as it is,
-    any other ``Exception`` as ``LlmError(UNKNOWN)`` raised from it (see :func:`avalidate`).
-    """
-    asm = StreamAssembler(policy, limits)
-    try:
-        iterator = iter(chunks)
-    except TypeError:
-        _not_sync(chunks, "assemble", "await sf.aassemble(...)")
-        raise
-    try:
-        asm.feed_many(chunks if type(chunks) is list else iterator)  # a list is read by index
-    except BaseException as exc:
-        _misused(exc, chunks, "assemble")
-        close_upstream(iterator, quietly=True)
-        # feed_many (the compiled loop) lets the source's own exceptions through and says which ones they were.
-        _wrap_upstream(exc, not asm.source_failed, asm)
-        raise
-    if type(iterator) not in _NOTHING_TO_CLOSE:
-        close_upstream(iterator)
-    return asm.close()
 
 
 async def aassemble(
@@ -104,7 +73,7 @@ def validate(
     try:
         iterator = iter(chunks)
     except TypeError:
-        _not_sync(chunks, "validate", "async for chunk in sf.avalidate(...)")
+        not_sync(chunks, "validate", "async for chunk in sf.avalidate(...)")
         raise
     ours = False  # a chunk is in hand: what is raised now is not the upstream's
     try:
@@ -114,9 +83,9 @@ def validate(
             yield chunk
             ours = False
     except BaseException as exc:
-        _misused(exc, chunks, "validate")
+        misused(exc, chunks, "validate")
         close_upstream(iterator, quietly=True)
-        _wrap_upstream(exc, ours, asm)
+        wrap_upstream(exc, ours, asm.chunk_count)
         raise
     close_upstream(iterator)
     asm.end()  # STREAM_TRUNCATED before a finish
@@ -167,7 +136,7 @@ async def _checked(
     try:
         iterator = aiter(chunks)
     except TypeError:
-        _not_async(chunks, entry, instead)
+        not_async(chunks, entry, instead)
         raise
     idle = None if timeout is None else _Idle(timeout, asm)
     ours = False  # a chunk is in hand (fed, or out with the consumer): what is raised now is not the upstream's
@@ -180,7 +149,7 @@ async def _checked(
             ours = False
     except BaseException as exc:
         await aclose_upstream(iterator, quietly=True)
-        _wrap_upstream(exc, ours, asm)
+        wrap_upstream(exc, ours, asm.chunk_count)
         raise
     finally:
         if idle is not None:
@@ -274,14 +243,7 @@ _READ_IT: Final = "to read the file, pass open({name!r}, 'rb'), or read its stre
 
 def _hint(err: LlmError, name: str, entry: str) -> None:
     """Add to ``err`` (of a one-line source that reads like a file name, refused as it is) how to read the file."""
-    _say_instead(err, f"{entry}() reads a str as JSON text, not as a file name: {_READ_IT.format(name=name)}")
-
-
-def _say_instead(err: BaseException, instead: str | None) -> None:
-    """Add ``instead`` (what to call) to ``err``, if it refused the first chunk as no chunk (``INVALID_CHUNK`` at 0)."""
-    if instead and isinstance(err, LlmError) and err.code == ErrorCode.INVALID_CHUNK and err.chunk_index == 0:
-        err.message += f"; {instead}"
-        err.args = (err.message,)
+    say_instead(err, f"{entry}() reads a str as JSON text, not as a file name: {_READ_IT.format(name=name)}")
 
 
 def _hinting(lines: Iterator[dict[str, Any]], name: str) -> Iterator[dict[str, Any]]:
@@ -291,107 +253,6 @@ def _hinting(lines: Iterator[dict[str, Any]], name: str) -> Iterator[dict[str, A
     except LlmError as err:
         _hint(err, name, "validate_jsonl")
         raise
-
-
-def _instead(chunks: object, entry: str) -> str | None:
-    """What to use instead, when ``chunks`` given to ``entry`` (``assemble``, ``validate`` or their async twins) is
-    no stream of chunks but something a reader takes: text, a path, a file, or one chunk. ``None`` otherwise."""
-    lines = "sf.validate_jsonl" if entry.endswith("validate") else "sf.assemble_jsonl"
-    if isinstance(chunks, (str, bytes, bytearray, os.PathLike)):
-        what = "a path" if isinstance(chunks, os.PathLike) else "a str" if isinstance(chunks, str) else "bytes"
-        return (
-            f"{entry}() takes an iterable of chunk objects, not {what}: JSON lines go to {lines}(text); a recording "
-            "by its name is read with sf.read_recordings(name) (or pass open(name, 'rb') to "
-            f"{lines}())"
-        )
-    if isinstance(chunks, Mapping):
-        return (
-            f"{entry}() takes an iterable of chunk objects, and this {type(chunks).__name__} is one chunk: pass a "
-            "list of them ([chunk, ...]), or feed one at a time to sf.StreamAssembler().feed(chunk)"
-        )
-    if hasattr(chunks, "read") and hasattr(chunks, "readline"):
-        return f"{entry}() takes an iterable of chunk objects, and a file gives lines: pass the file to {lines}(file)"
-    return None
-
-
-def _misused(exc: BaseException, chunks: object, entry: str) -> None:
-    """If ``exc`` refused the first chunk as no chunk, and ``chunks`` was something a reader takes (:func:`_instead`),
-    say in ``exc`` what to use instead. (On the error's way out: no chunk pays for it.)"""
-    if isinstance(exc, LlmError):
-        _say_instead(exc, _instead(chunks, entry))
-
-
-def _not_sync(chunks: object, entry: str, instead: str) -> None:
-    """``chunks`` is not iterable: if it is a path or an async iterable, a ``TypeError`` that names what takes it.
-    (Called only once ``iter`` has refused it: an entry point pays nothing for the hint.)"""
-    if isinstance(chunks, os.PathLike):
-        raise TypeError(_instead(chunks, entry)) from None
-    if hasattr(chunks, "__aiter__"):
-        raise TypeError(
-            f"{entry}() takes an iterable of chunks, and {type(chunks).__name__!r} is an async iterable: "
-            f"read it with {instead}"
-        ) from None
-
-
-def _not_async(chunks: object, entry: str, instead: str) -> None:
-    """``chunks`` is not an async iterable: if it is text, a path, a file or a chunk, a ``TypeError`` that names what
-    takes it; if it is a sync iterable, one that names the sync entry point."""
-    misused = _instead(chunks, entry)
-    if misused is not None:
-        raise TypeError(misused) from None
-    if hasattr(chunks, "__iter__"):
-        raise TypeError(
-            f"{entry}() takes an async iterable of chunks, and {type(chunks).__name__!r} is a (sync) iterable: "
-            f"read it with {instead}"
-        ) from None
-
-
-def close_upstream(iterator: Iterator[Any], *, quietly: bool = False) -> None:
-    """Close an upstream iterator, if it can be closed (a generator's ``close()``); the one way the entry points do.
-
-    ``quietly`` while another exception is on its way out: what closing raises then (an ``Exception``) is
-    dropped, so that the exception in flight is the one raised. On the way out of a success, it is raised.
-    """
-    if type(iterator) in _NOTHING_TO_CLOSE:
-        return
-    close = getattr(iterator, "close", None)
-    if close is not None:
-        if quietly:
-            with contextlib.suppress(Exception):
-                close()
-        else:
-            close()
-
-
-#: The iterators of the built-in containers: nothing to close (``getattr(..., "close", None)`` on one makes and drops
-#: an ``AttributeError``, which costs as much as a chunk's checks).
-_NOTHING_TO_CLOSE: Final = frozenset(map(type, map(iter, ([], (), "", range(0), {}, set()))))
-
-
-async def aclose_upstream(iterator: AsyncIterator[Any], *, quietly: bool = False) -> None:
-    """:func:`close_upstream` for an async upstream: ``await aclose()``, if it has one.
-
-    ``quietly`` drops what closing raises as an ``Exception`` only: a cancellation is never swallowed.
-    """
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        if quietly:
-            with contextlib.suppress(Exception):
-                await aclose()
-        else:
-            await aclose()
-
-
-def _wrap_upstream(exc: BaseException, ours: bool, asm: StreamAssembler) -> None:
-    """The one rule of what an entry point wraps, called where ``exc`` is caught (the caller then re-raises it).
-
-    Raises ``LlmError(UNKNOWN)`` naming ``exc``, ``from`` it, if ``exc`` is the upstream's own failure: an
-    ``Exception`` raised while no chunk was in hand (``ours`` false: not the machine's verdict on a chunk, nor
-    what the consumer throws in at a yield) that is not an :class:`LlmError`. Returns for anything else: an
-    ``LlmError`` the upstream raises, a chunk's own error, a ``BaseException`` (cancellation, ``GeneratorExit``).
-    """
-    if not ours and isinstance(exc, Exception) and not isinstance(exc, LlmError):
-        raise LlmError.wrap(exc, f"the upstream failed after {asm.chunk_count} chunk(s)") from exc
 
 
 class _Idle:

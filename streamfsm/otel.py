@@ -59,7 +59,6 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError(missing("streamfsm.otel", "otel")) from exc
 
 from ._adapter import APP_IDENTITY, GenerateOptions, LlmAdapter
-from ._api import aclose_upstream
 from ._errors import LlmError
 from ._flat import DoneChunk, DoneReason, done_reason
 from ._models import ToolCallBlock, Usage
@@ -77,6 +76,7 @@ from ._semconv import (
 )
 from ._tool_calls import Outcome
 from ._trace import Instrumentation, RequestTrace, RunTrace, instrumentation, set_instrumentation
+from ._upstream import aclose_upstream
 from ._wire import StreamChunk
 
 __all__ = [

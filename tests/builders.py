@@ -405,7 +405,17 @@ def agree(
 
 
 #: The modules mypyc compiles together (``COMPILED`` in ``_build/streamfsm_build.py``), importer after imported.
-MACHINE_MODULES = ("_arguments", "_table", "_blocks", "_messages", "_construct", "_stream", "_handlers", "_machine")
+MACHINE_MODULES = (
+    "_arguments",
+    "_table",
+    "_blocks",
+    "_messages",
+    "_construct",
+    "_stream",
+    "_handlers",
+    "_machine",
+    "_assemble",
+)
 
 
 def source_machine() -> ModuleType:
@@ -419,6 +429,7 @@ def source_machine() -> ModuleType:
     package = "streamfsm_source"
     if package not in sys.modules:
         root = Path(sf.__file__).parent
+        importlib.import_module("streamfsm._upstream")  # imported by _assemble: the package's own, shared
         namespace = ModuleType(package)
         namespace.__path__ = []
         sys.modules[package] = namespace

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, cast, overloa
 
 import orjson
 
-from .._api import assemble
+from .._assemble import assemble
 from .._errors import ErrorCode, LlmError
 from .._quote import quote
 from .._shape import MAX_INT

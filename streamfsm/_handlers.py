@@ -81,8 +81,9 @@ class Handlers(Stream):
         n = self._count
         route: Route | None = None
         if type(chunk) is dict:
+            d: dict[str, Any] = chunk  # one cast, not one a use (so hot and block below)
             keys = self._keys
-            t = chunk.get(keys.type)
+            t = d.get(keys.type)
             if type(t) is str:
                 kind: str = t
                 last = self._last
@@ -94,14 +95,15 @@ class Handlers(Stream):
                     if route is not None:
                         self._last = route
                         self._last_type = kind  # the chunk's own object: the next one is often the same
-                block = self._hot
-                if block is not None and block.route is route and route is not None:  # the expectation
-                    value = chunk.get(block.field)
-                    index = chunk.get(keys.index)
+                hot = self._hot
+                if hot is not None and hot.route is route and route is not None:  # the expectation
+                    block: Buffer = hot
+                    value = d.get(block.field)
+                    index = d.get(keys.index)
                     if type(value) is str and type(index) is int and index == block.index:
                         text: str = value
                         size = block.size + len(text) + 1
-                        if size <= block.cap and (block.expected_id is None or _same_call(chunk, block, keys)):
+                        if size <= block.cap and (block.expected_id is None or _same_call(d, block, keys)):
                             block.size = size
                             block.parts.append(text)
                             self._count = n + 1

@@ -473,9 +473,9 @@ def _same_call(c: dict[str, Any], block: Buffer, keys: Keys) -> bool:
     cid = c.get(keys.id)
     if type(cid) is not str or cid != block.expected_id:
         return False
-    if len(c) > 4 and keys.name in c:  # four keys are the four read: no name
-        name = c[keys.name]
-        return type(name) is str and name == block.name
+    if len(c) > 4:  # four keys are the four read: no name
+        name = c.get(keys.name, _ABSENT)  # one lookup, whether it names the tool or not
+        return name is _ABSENT or (type(name) is str and name == block.name)
     return True
 
 

@@ -104,7 +104,10 @@ class Stream(Room):
         """The message of a chunk of type ``t`` the table of ``policy`` refuses with ``code`` in the current state."""
         state = self._state
         open_blocks = self._open
-        first = next(iter(open_blocks)) if open_blocks else -1
+        first = -1
+        for index in open_blocks:  # the first open block (a loop, not next(iter()): compiled, no builtin lookup)
+            first = index
+            break
         return refused(code, t, c, state, accepts(state, policy), policy.value, self._open_list(), first)
 
     def _limits(self, n: int, stream: int, block: Buffer | None = None, size: int = 0, exact: bool = False) -> None:

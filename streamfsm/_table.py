@@ -190,7 +190,8 @@ def accepts(state: str, policy: Policy | str) -> tuple[str, ...]:
 
     A guarded entry (``last_open``, ``may_finish``) depends on the stream, so it is listed.
     """
-    return _ACCEPTS[(state, Policy(policy))]
+    # A member is looked up as it is: calling the enum (interpreted) would cost thousands of instructions a message.
+    return _ACCEPTS[(state, policy if type(policy) is Policy else Policy(policy))]
 
 
 def diagram(policy: Policy | str | None = None) -> str:

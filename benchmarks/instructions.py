@@ -12,6 +12,8 @@ move by a few per cent between runs where timings on a noisy VM move by half: a 
 of the machine, not for the targets. Needs ``valgrind`` on the PATH.
 """
 
+# ruff: noqa: RUF001 - the report's multiplication signs are meant
+
 from __future__ import annotations
 
 import argparse
@@ -21,6 +23,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+
+from .report import Target, verdict
 
 _DRIVER = """
 import sys
@@ -52,6 +56,48 @@ def instructions(kind: str, rounds: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
+#: The targets of #32 for a strict ``assemble``, in instructions (``python -m benchmarks`` checks them).
+TYPICAL_CHUNK_MAX = 1_200
+SHORT_STREAM_MAX = 23_500
+
+
+def measure(rounds: int = 4) -> dict[str, float]:
+    """Instructions of a 5-chunk stream (``short``), of a typical chunk (``typical``), and of the bare dict loop's
+    typical chunk (``bare``), each the difference of ``rounds`` rounds and none (needs valgrind)."""
+    from .workloads import typical_turn
+
+    chunks = len(typical_turn().streams[0])
+    return {
+        "short": (instructions("short", rounds) - instructions("short", 0)) / (rounds * 1000),
+        "typical": (instructions("typical", rounds) - instructions("typical", 0)) / (rounds * 10 * chunks),
+        "bare": (instructions("bare", rounds) - instructions("bare", 0)) / (rounds * 10 * chunks),
+    }
+
+
+def targets() -> list[Target]:
+    """The rows of ``python -m benchmarks``: a strict ``assemble`` of a typical chunk and of a 5-chunk stream, in
+    instructions, with the bare loop's (n/a without valgrind)."""
+    if shutil.which("valgrind") is None:
+        return [
+            Target(f"strict assemble() in instructions (callgrind), {what}", kind, wanted, "valgrind missing",
+                   verdict(None))
+            for what, kind, wanted in (("a typical chunk", "typical", f"≤ {TYPICAL_CHUNK_MAX:,}"),
+                                       ("a 5-chunk stream", "short", f"≤ {SHORT_STREAM_MAX:,}"))
+        ]
+    m = measure()
+    return [
+        Target(
+            "strict assemble() in instructions (callgrind), a typical chunk", "typical", f"≤ {TYPICAL_CHUNK_MAX:,}",
+            f"{m['typical']:,.0f} (bare loop {m['bare']:,.0f}: {m['typical'] / m['bare']:.2f}×)",
+            verdict(m["typical"] <= TYPICAL_CHUNK_MAX),
+        ),
+        Target(
+            "strict assemble() in instructions (callgrind), a 5-chunk stream", "short", f"≤ {SHORT_STREAM_MAX:,}",
+            f"{m['short']:,.0f}", verdict(m["short"] <= SHORT_STREAM_MAX),
+        ),
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4, help="rounds of 1,000 short streams / 10 typical turns")
@@ -59,13 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
-    from .workloads import typical_turn
-
-    n = args.rounds
-    per_stream = (instructions("short", n) - instructions("short", 0)) / (n * 1000)
-    chunks = len(typical_turn().streams[0])
-    per_chunk = (instructions("typical", n) - instructions("typical", 0)) / (n * 10 * chunks)
-    bare = (instructions("bare", n) - instructions("bare", 0)) / (n * 10 * chunks)
+    m = measure(args.rounds)
+    per_stream, per_chunk, bare = m["short"], m["typical"], m["bare"]
     print(f"5-chunk stream: {per_stream:,.0f} instructions")
     print(f"typical chunk:  {per_chunk:,.0f} instructions")
     print(f"fixed cost of a stream: {(per_stream - 5 * per_chunk) / per_chunk:.1f} typical chunks (in instructions)")

@@ -634,8 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         ts += blanks.targets()
     if builds:
-        from . import instructions_jsonl  # each build in its own child interpreter
+        from . import instructions, instructions_jsonl  # each build in its own child interpreter
 
+        ts += instructions.targets()  # a strict assemble in instructions, under valgrind
         ts += instructions_jsonl.targets()
     elapsed = time.perf_counter() - started
 

@@ -289,7 +289,7 @@ class Room:
         self._stream_bytes = stream
         if block.cap >= 0:
             room = block.size + ((self._max_stream - stream) >> 2)
-            # min of two at a time: compiled, a min of more is the generic builtin (boxed ints, about 2,000 instructions)
+            # min of two at a time: compiled, a min of more is the generic builtin (boxed ints, ~2,000 instructions)
             block.cap = min(min(self._fast_cap, block.size + FLUSH), min(room, self._chunks_left(block)))
 
     def _grow(self, block: Buffer, value: str) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 from ._config import Limits, Policy
 from ._machine import StreamAssembler
 from ._models import StreamResult
-from ._upstream import NOTHING_TO_CLOSE, close_upstream, misused, not_sync, wrap_upstream
+from ._upstream import close_upstream, misused, not_sync, wrap_upstream
 
 __all__ = ["assemble"]
 
@@ -46,6 +46,5 @@ def assemble(
         # feed_many (the compiled loop) lets the source's own exceptions through and says which ones they were.
         wrap_upstream(exc, not asm.source_failed, asm.chunk_count)
         raise
-    if type(iterator) not in NOTHING_TO_CLOSE:
-        close_upstream(iterator)
+    close_upstream(iterator)
     return asm.close()

@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-import orjson
-
 from ._compile import mypyc_attr
 
-__all__ = ["FLUSH", "JSON_KEYS", "LITERAL_KEYS", "Buffer", "Keys", "Room", "bytes_since", "open_buffer", "utf8_len"]
+__all__ = ["FIELDS", "FLUSH", "LITERAL_KEYS", "Buffer", "Keys", "Room", "bytes_since", "open_buffer", "utf8_len"]
 
 
 class Keys:
@@ -24,9 +22,9 @@ class Keys:
 
     A dict lookup finds its key by hash, then by identity, and only then by comparing characters. The
     package's own string constants are interned, as the keys of dicts written in Python source are; but
-    orjson makes its own key objects (one per distinct key, kept in its key cache), so with those constants
-    every lookup in a parsed chunk compares characters. An assembler fed JSON lines looks up with orjson's
-    objects instead (:data:`JSON_KEYS`). Only the speed depends on it: a key that is equal and not
+    a JSON parser makes its own key objects (one per distinct key, kept in its key cache), so with those
+    constants every lookup in a parsed chunk compares characters. An assembler fed JSON lines looks up with
+    its parser's objects instead (``_parser.KEYS``). Only the speed depends on it: a key that is equal and not
     identical is found all the same.
     """
 
@@ -68,7 +66,8 @@ class Keys:
         ) = keys
 
 
-_FIELDS: Final = (
+#: The fields the handlers read, in the order of :class:`Keys`' arguments.
+FIELDS: Final = (
     "type",
     "index",
     "text",
@@ -85,8 +84,7 @@ _FIELDS: Final = (
     "kind",
     "replayState",
 )
-LITERAL_KEYS: Final = Keys(_FIELDS)
-JSON_KEYS: Final = Keys(orjson.loads(orjson.dumps(dict.fromkeys(_FIELDS, 0))))
+LITERAL_KEYS: Final = Keys(FIELDS)
 #: Parts (roughly) between two flushes of an open block's buffer.
 FLUSH: Final = 4096
 #: What a tool call's expected id is until its first delta has said it: no id is this object.

@@ -188,13 +188,15 @@ class Handlers(Stream):
         block = open_buffer(kind, index, min(self._fast_cap, (self._max_stream - self._stream_bytes) >> 2), self._keys)
         if block.delta_type:
             block.route = self._in_block[block.delta_type]
-        if self._interleave and kind not in _BLOCK_TYPES:  # under STRICT the shape refused it (noted with its words)
+        # HARNESS only, each: under STRICT the shape, or the table, refused this block-start (noted with its words)
+        if self._interleave and kind not in _BLOCK_TYPES and not self._noted(ErrorCode.INVALID_CHUNK, n):
             reason = _shape.unknown_block_type(kind)
             self._note(ErrorCode.INVALID_CHUNK, invalid("block-start", "blockType", reason, self._state), n)
         open_blocks = self._open
-        if open_blocks:  # HARNESS only: under STRICT the table refused this block-start (noted with its words)
+        if open_blocks:
             interleaved = ErrorCode.BLOCKS_INTERLEAVED
-            self._note(interleaved, self._refused(interleaved, "block-start", c, _STRICT), n)
+            if not self._noted(interleaved, n):
+                self._note(interleaved, self._refused(interleaved, "block-start", c, _STRICT), n)
             self._cool()
         open_blocks[index] = block
         self._done.append(None)

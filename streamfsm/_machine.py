@@ -16,14 +16,14 @@ runs as such with ``STREAMFSM_PURE=1``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, cast
 
 import orjson
 
-from . import _shape
+from . import _parser, _shape
 from ._arguments import parse_arguments
-from ._blocks import JSON_KEYS, LITERAL_KEYS, NO_ID, Buffer, open_buffer
+from ._blocks import LITERAL_KEYS, NO_ID, Buffer, open_buffer
 from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._construct import construct, result, text_block, usage_model
@@ -103,7 +103,7 @@ class StreamAssembler(Handlers):
         self._interleave = interleave = policy is _HARNESS
         self._raw_arguments = raw_arguments or interleave
         self._results = results
-        self._keys = LITERAL_KEYS  # feed_line and accepted_chunks switch to JSON_KEYS
+        self._keys = LITERAL_KEYS  # the JSON-lines paths switch to their parser's (_parser.KEYS)
         self._notes = None
         self._state = READY
         rows = start_rows(policy)
@@ -215,9 +215,10 @@ class StreamAssembler(Handlers):
     def feed_line(self, line: bytes | bytearray | memoryview | str) -> Any:
         """Parse one JSON line (orjson) and feed it; a line that is not JSON is an ``INVALID_CHUNK``.
 
-        Returns the chunk that was fed; a blank line is skipped, takes no position and returns None.
+        Returns the chunk that was fed; a blank line is skipped, takes no position and returns None. The
+        reference of the JSON-lines paths: a line their parser refuses is given to this.
         """
-        self._keys = JSON_KEYS
+        self._keys = _parser.ORJSON_KEYS
         if isinstance(line, memoryview):
             line = line.tobytes()
         elif not isinstance(line, bytes | bytearray | str):  # compiled, the call itself checks
@@ -236,56 +237,58 @@ class StreamAssembler(Handlers):
         return chunk
 
     def feed_lines(self, lines: Iterable[bytes | bytearray | memoryview | str]) -> None:
-        """Parse JSON lines (orjson) and feed them, as many ``feed_line`` calls would, at a lower cost.
+        """Parse JSON lines and feed them, as many ``feed_line`` calls would, at a lower cost.
 
-        The lines are taken as they come (an endless iterable is fed with bounded memory): see
-        :meth:`accepted_chunks`, which this drains.
+        The lines are taken as they come (an endless iterable is fed with bounded memory), each by
+        :meth:`_line_chunk`: the one line rule of :meth:`accepted_chunks` too.
         """
-        for _ in self.accepted_chunks(lines):
-            pass
+        loads = _parser.loads
+        self._keys = _parser.KEYS
+        for line in lines:
+            self._line_chunk(line, loads)
 
     def accepted_chunks(
         self, lines: Iterable[bytes | bytearray | memoryview | str], end: bool = False
     ) -> Iterator[Any]:
-        """Parse JSON lines (orjson) and feed them, yielding each chunk once the machine has accepted it.
+        """Parse JSON lines and feed them, yielding each chunk once the machine has accepted it.
 
-        Each line is parsed and fed in one compiled loop, as it comes. A line orjson refuses goes to
-        :meth:`feed_line`, which skips it if it is blank and otherwise rejects it (``INVALID_CHUNK`` at its
-        position). A blank line of bytes or text is skipped before it is parsed (by its length and its first
-        character); of another kind, right after a refused one by a test each: a run of them costs one refusal.
-        With ``end``, the end of the lines is the end of input (:meth:`end`: ``STREAM_TRUNCATED`` before a
-        finish). What ``validate_jsonl`` returns.
+        Each line is parsed (msgspec where it is installed, orjson otherwise: ``_parser``) and fed as it comes,
+        by :meth:`_line_chunk`. With ``end``, the end of the lines is the end of input (:meth:`end`:
+        ``STREAM_TRUNCATED`` before a finish). What ``validate_jsonl`` returns.
         """
-        self._keys = JSON_KEYS
-        loads = orjson.loads
-        refused = False  # the last line was refused: blank lines are tested before they are parsed
+        loads = _parser.loads
+        self._keys = _parser.KEYS
         for line in lines:
-            # A blank line is skipped before it is parsed (a line of JSON never starts with whitespace or a control
-            # character): a line of bytes or text by its length and its first character; any other kind of line (a
-            # bytearray, a memoryview) after a refusal, by a test each.
-            if type(line) is bytes:
-                if len(line) == 0 or (line[0] <= 32 and _is_blank(line)):
-                    continue
-            elif type(line) is str:
-                if len(line) == 0 or (line[0] <= " " and _is_blank(line)):
-                    continue
-            elif refused and _is_blank(line):
-                continue
-            try:
-                chunk = loads(line)
-            except orjson.JSONDecodeError:
-                self.feed_line(line)  # skips a blank line, rejects anything else
-                refused = True
-                continue
-            refused = False
-            try:
-                self._feed(chunk)
-            except LlmError as err:
-                _hint(self, err, chunk)
-                raise
-            yield chunk
+            chunk = self._line_chunk(line, loads)
+            if chunk is not None:
+                yield chunk
         if end:
             self.end()
+
+    def _line_chunk(self, line: bytes | bytearray | memoryview | str, loads: Callable[[Any], Any]) -> Any:
+        """Parse one JSON line with ``loads`` and feed it: the chunk, accepted; None for a blank line (skipped).
+
+        A blank line of bytes or text is skipped before it is parsed (a line of JSON never starts with whitespace
+        or a control character), by its length and its first character. A line ``loads`` refuses (a line that is
+        not JSON, a blank line of another kind) is :meth:`feed_line`'s: orjson's verdict and words decide.
+        """
+        if type(line) is bytes:
+            if len(line) == 0 or (line[0] <= 32 and _is_blank(line)):
+                return None
+        elif type(line) is str and (len(line) == 0 or (line[0] <= " " and _is_blank(line))):
+            return None
+        try:
+            chunk = loads(line)
+        except Exception:
+            chunk = self.feed_line(line)  # skips a blank line, rejects a line that is not JSON
+            self._keys = _parser.KEYS
+            return chunk
+        try:
+            self._feed(chunk)
+        except LlmError as err:
+            _hint(self, err, chunk)
+            raise
+        return chunk
 
     # -- what the stream came to ----------------------------------------------------------------------
 
@@ -418,7 +421,7 @@ class StreamAssembler(Handlers):
         ]
         hot = self._hot.index if self._hot is not None else -1
         state = (
-            (self._state, self._count, self._stream_bytes, self._started, self._tool_calls, self._keys is JSON_KEYS),
+            (self._state, self._count, self._stream_bytes, self._started, self._tool_calls, self._keys is not _LITERAL),
             (self._done, self._ids, self._usage, self._usage_counts, self._finish, self._replay, self._error),
             (notes, blocks, hot, self._result, self._source_failed),
         )
@@ -445,7 +448,7 @@ def _restored(cls: type[StreamAssembler], settings: tuple[Any, ...], state: tupl
     notes, blocks, hot, m._result, m._source_failed = rest
     m._done = list(done)
     m._ids = dict(ids)
-    m._keys = keys = JSON_KEYS if json_keys else LITERAL_KEYS
+    m._keys = keys = _parser.KEYS if json_keys else LITERAL_KEYS
     if notes is not None:
         m._notes = {}
         for code, message, position, at, count, last in notes:
@@ -531,6 +534,7 @@ def checker(policy: Policy | str = Policy.STRICT, limits: Limits | None = None) 
 
 
 _STRICT: Final = Policy.STRICT
+_LITERAL: Final = LITERAL_KEYS
 _HARNESS: Final = Policy.HARNESS
 _POLICY_BY_VALUE: Final[dict[str, Policy]] = {p.value: p for p in Policy}
 _MAX_CHUNKS: Final = DEFAULT_LIMITS.max_chunks

@@ -194,24 +194,34 @@ class Stream(Room):
         else:
             self._fail(code, message, n)
 
+    def _noted(self, code: ErrorCode, n: int) -> bool:
+        """Whether ``code`` is noted already; if so, chunk ``n`` counts it (once a chunk). A message is built only
+        for a note still to make: ``if not self._noted(code, n): self._note(code, message, n)``."""
+        notes = self._notes
+        if notes is None:
+            return False
+        note = notes.get(code)
+        if note is None:
+            return False
+        if note.last != n:
+            note.count += 1
+            note.last = n
+        return True
+
     def _note(self, code: ErrorCode, message: str, n: int) -> None:
         """Record what STRICT would have refused with ``message`` at chunk ``n`` (see ``notes``): the first chunk's
         error, once per code; a chunk counts it once."""
-        notes = self._notes
-        if notes is None:
-            notes = self._notes = {}
-        note = notes.get(code)
-        if note is None:
+        if not self._noted(code, n):
+            notes = self._notes
+            if notes is None:
+                notes = self._notes = {}
             notes[code] = Note(code, message, n, self._state)
-        elif note.last != n:
-            note.count += 1
-            note.last = n
 
     def _said_empty(self, t: str, path: str, cid: str | None, name: str | None, n: int) -> None:
         """HARNESS: a tool call's id or name said empty for the first time (``None``: not said now, or said before),
         noted with what STRICT's shape says of it (the id first): once a chunk, so once a block for each."""
         field = "id" if cid == "" else "name" if name == "" else ""
-        if field:
+        if field and not self._noted(ErrorCode.INVALID_CHUNK, n):
             self._note(ErrorCode.INVALID_CHUNK, invalid(t, path + field, _shape.NON_EMPTY, self._state), n)
 
     def _limit(self, n: int, what: str) -> NoReturn:

@@ -1,9 +1,10 @@
-"""Blank lines of JSON lines are skipped before they are parsed: none costs orjson a refusal.
+"""Blank lines of JSON lines are skipped before they are parsed: none costs the parser a refusal.
 
-A line orjson refuses costs an exception and a second look (``feed_line``), about 20,000 instructions; a blank
-line is skipped by a test of its first byte or character (``python -m benchmarks.blank_lines``: a blank byte costs
-under 10 times a valid one). The cost is asserted here as the work done, not as a time: no blank line reaches
-orjson, and the stream and its positions are those of the same lines without them.
+A line the parser (``_parser.loads``: msgspec's or orjson's) refuses costs an exception and a second look
+(``feed_line``), about 20,000 instructions; a blank line is skipped by a test of its first byte or character
+(``python -m benchmarks.blank_lines``: a blank byte costs under 10 times a valid one). The cost is asserted here
+as the work done, not as a time: no blank line reaches the parser, and the stream and its positions are those of
+the same lines without them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import orjson
 import pytest
 
 import streamfsm as sf
+from streamfsm import _parser
 
 from ..data import SEED_CHUNKS
 
@@ -27,11 +29,11 @@ BLANK_RUNS = {
 
 
 class CountingLoads:
-    """``orjson.loads``, counting the lines it is given."""
+    """The parser of JSON lines, counting the lines it is given."""
 
     def __init__(self) -> None:
         self.seen: list[Any] = []
-        self.loads = orjson.loads
+        self.loads = _parser.loads
 
     def __call__(self, line: Any) -> Any:
         self.seen.append(line)
@@ -44,7 +46,7 @@ def test_no_blank_line_is_parsed(run: list[Any], monkeypatch: pytest.MonkeyPatch
     lines = [orjson.dumps(c).decode() if text else orjson.dumps(c) for c in SEED_CHUNKS]
     padded = [x for line in lines for x in (*run, line, *run)]
     counting = CountingLoads()
-    monkeypatch.setattr(orjson, "loads", counting)
+    monkeypatch.setattr(_parser, "loads", counting)
     result = sf.assemble_jsonl(iter(padded))
     assert [x for x in counting.seen if x in lines] == lines  # each valid line parsed once (arguments too: others)
     assert not [x for x in counting.seen if x in run]  # not one blank line

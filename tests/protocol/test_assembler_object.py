@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamfsm as sf
-from streamfsm._blocks import JSON_KEYS
+from streamfsm import _parser
 
 from ..data import SEED_CHUNKS
 from .test_properties import mutated
@@ -66,7 +66,7 @@ def test_a_checkpoint_of_json_lines_resumes_them() -> None:
     asm.feed_lines(lines[:5])
     saved = pickle.dumps(asm)
     resumed: sf.StreamAssembler = pickle.loads(saved)
-    assert resumed._keys is JSON_KEYS
+    assert resumed._keys is _parser.KEYS
     resumed.feed_lines(lines[5:])
     assert resumed.close() == sf.assemble(SEED_CHUNKS)
 

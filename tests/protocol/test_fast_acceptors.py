@@ -200,6 +200,14 @@ def test_the_fast_path_takes_plain_chunks_and_doubts_the_rest(policy: Policy) ->
         ([], U),
         ([U], {"type": "finish", "reason": {"kind": "stop"}}),
     ]  # fmt: skip
+    # The largest count the wire carries is plain too (refused, if at all, by another rule than its shape).
+    edge = {"inputTokens": MAX_INT, "outputTokens": MAX_INT}
+    plain += [
+        ([], start(MAX_INT, "text")),
+        ([start(0, "text")], text_delta(MAX_INT, "x")),
+        ([start(0, "text")], {"type": "block-end", "index": MAX_INT, "block": {"type": "text", "text": ""}}),
+        ([], {"type": "usage", "usage": edge}),
+    ]
     for before, c in plain:
         assert taken_fast(policy, before, c), c
     doubted: list[tuple[list[Chunk], dict[str, Any]]] = [

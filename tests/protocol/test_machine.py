@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 from transitions import MachineError
 
 import streamfsm as sf
 from streamfsm import _table as m
+from streamfsm._handlers import BLOCK_END, BLOCK_START, DELTA, FINISH, USAGE, Route, _Rows, start_rows
 from streamfsm._shape import CHUNK_TYPES
 
 GUARD_VALUES = list(itertools.product([False, True], repeat=len(m.GUARDS)))
@@ -107,8 +109,10 @@ def expected_dest(state: str, chunk_type: str, interleave: bool, last_open: bool
 @pytest.mark.parametrize("policy", list(sf.Policy))
 def test_the_routes_are_the_rules_for_every_guard(policy: sf.Policy) -> None:
     """ROUTES[policy][(state, type)] = (handler, dest, guard, otherwise): the rules written out, for both values of
-    the one guard an entry reads, with ``interleave`` resolved by the policy; no entry where a chunk is refused."""
-    routes = m.ROUTES[policy]
+    the one guard an entry reads, with ``interleave`` resolved by the policy; no entry where a chunk is refused.
+    The routes are read from the declaration here, as the import read them (the same)."""
+    routes = m._routes(policy)
+    assert routes == m.ROUTES[policy]
     interleave = policy is sf.Policy.HARNESS
     for state in m.STATES:
         for chunk_type in CHUNK_TYPES:
@@ -131,12 +135,40 @@ def test_the_routes_are_the_rules_for_every_guard(policy: sf.Policy) -> None:
 def test_the_routes_agree_with_the_transitions_machine() -> None:
     """Every route leads where the ``transitions`` machine's trigger leads, for each value of the guards."""
     for policy in sf.Policy:
-        for (state, chunk_type), (_, dest, guard, otherwise) in m.ROUTES[policy].items():
+        for (state, chunk_type), (_, dest, guard, otherwise) in m._routes(policy).items():
             for combo in GUARD_VALUES:
                 values = dict(zip(m.GUARDS, combo, strict=True))
                 values["interleave"] = policy is sf.Policy.HARNESS
                 holds = values[guard] if guard else True
                 assert (dest if holds else otherwise) == declared_next(state, chunk_type, values)
+
+
+@pytest.mark.parametrize("policy", list(sf.Policy))
+def test_the_rows_are_the_routes_linked(policy: sf.Policy) -> None:
+    """The handlers' rows, built from the routes (here, as at import): one Route object an entry, with the number of
+    its handler, its next states, and the rows of those states; where a stream starts."""
+    rows = _Rows(policy)
+    by_state = rows.by_state
+    routes = m._routes(policy)
+    assert set(by_state) == set(m.STATES)
+    assert {(state, chunk_type) for state, row in by_state.items() for chunk_type in row} == set(routes)
+    numbers = {"block-start": BLOCK_START, "delta": DELTA, "block-end": BLOCK_END, "usage": USAGE, "finish": FINISH}
+    for (state, chunk_type), (handler, dest, _, otherwise) in routes.items():
+        route = by_state[state][chunk_type]
+        assert route.row is by_state[state] and route.chunk_type == chunk_type
+        assert route.handler == numbers[handler]
+        assert route.dest == dest and route.dest_row is by_state[dest]
+        assert route.stays == (dest == state)
+        assert route.refuses == (otherwise is None)
+        assert route.otherwise == (dest if otherwise is None else otherwise)
+        assert route.otherwise_row is by_state[route.otherwise]
+    assert rows.ready is by_state[m.READY] and rows.first is by_state[m.READY]["block-start"]
+    started = start_rows(policy)  # the rows a stream starts with: the same, read at import
+
+    def plain(rows: dict[str, dict[str, Route]]) -> dict[str, dict[str, tuple[Any, ...]]]:
+        return {s: {t: (r.handler, r.dest, r.otherwise, r.stays) for t, r in row.items()} for s, row in rows.items()}
+
+    assert plain(by_state) == plain(started.by_state)
 
 
 def test_a_missing_route_is_the_precedence_code() -> None:

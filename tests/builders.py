@@ -430,6 +430,7 @@ def source_machine() -> ModuleType:
     if package not in sys.modules:
         root = Path(sf.__file__).parent
         importlib.import_module("streamfsm._upstream")  # imported by _assemble: the package's own, shared
+        importlib.import_module("streamfsm._recordings")  # imported by a refusal's hint (_machine._hint): shared
         namespace = ModuleType(package)
         namespace.__path__ = []
         sys.modules[package] = namespace

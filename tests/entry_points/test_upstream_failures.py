@@ -227,6 +227,39 @@ def test_sync_upstream_without_close(entry: Callable[[Any], Any]) -> None:
     assert info.value.code == "UNKNOWN" and isinstance(info.value.__cause__, ConnectionError)
 
 
+class Closable:
+    """A sync iterator of ``chunks`` with a ``close`` that counts its calls, and raises ``on_close`` if given."""
+
+    def __init__(self, chunks: list[Chunk], on_close: Exception | None = None) -> None:
+        self.chunks, self.on_close, self.closed = iter(chunks), on_close, 0
+
+    def __iter__(self) -> Closable:
+        return self
+
+    def __next__(self) -> Chunk:
+        return next(self.chunks)
+
+    def close(self) -> None:
+        self.closed += 1
+        if self.on_close is not None:
+            raise self.on_close
+
+
+@pytest.mark.parametrize("entry", SYNC_ENTRY.values(), ids=SYNC_ENTRY.keys())
+def test_the_upstream_is_closed_once_at_the_end_whatever_the_end(entry: Callable[[Any], Any]) -> None:
+    """Closed after a success (what closing raises then is raised) and after a failure (the failure is raised,
+    what closing raises is dropped)."""
+    done = Closable(SEED_CHUNKS)
+    entry(done)
+    assert done.closed == 1
+    with pytest.raises(OSError, match="close failed"):
+        entry(Closable(SEED_CHUNKS, OSError("close failed")))
+    refused = Closable([*SEED_CHUNKS[:AT], {"type": "nonsense"}], OSError("close failed"))
+    with pytest.raises(sf.LlmError) as info:
+        entry(refused)
+    assert (info.value.code, info.value.chunk_index, refused.closed) == ("INVALID_CHUNK", AT, 1)
+
+
 @pytest.mark.parametrize("entry", SYNC_ENTRY.values(), ids=SYNC_ENTRY.keys())
 def test_a_protocol_error_is_the_machines_not_the_upstreams(entry: Callable[[Any], Any]) -> None:
     """A chunk the machine rejects is its coded error, with no cause: the upstream did nothing wrong."""

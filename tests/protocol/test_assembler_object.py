@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm import _parser
 
+from ..builders import source_machine
 from ..data import SEED_CHUNKS
-from .test_properties import mutated
+from .test_properties import mutated, sources
 
 COPIES = {
     "pickle": lambda m: pickle.loads(pickle.dumps(m)),
@@ -71,6 +72,49 @@ def test_a_checkpoint_of_json_lines_resumes_them() -> None:
     assert resumed.close() == sf.assemble(SEED_CHUNKS)
 
 
+class SlowDeltas(source_machine().StreamAssembler):  # type: ignore[misc]
+    """The machine as source, counting the deltas that missed the fast path (``Handlers._delta``)."""
+
+    slow = 0
+
+    def _delta(self, c: Any, t: str, n: int) -> None:
+        self.slow += 1
+        super()._delta(c, t, n)
+
+
+#: Limits a copy must keep: tight enough that the streams drawn pass them.
+TIGHT = [None, sf.Limits(max_chunks=20, max_blocks=3, max_block_bytes=40, max_stream_bytes=90)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(mutated(), sources().map(lambda s: (s, s.chunks, []))),
+    st.integers(0, 60),
+    st.sampled_from(sorted(COPIES)),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(TIGHT),
+)
+def test_a_copy_keeps_the_settings_and_takes_the_same_paths(
+    case: tuple[Any, list[Any], list[str]], at: int, how: str, results: bool, raw: bool, limits: sf.Limits | None
+) -> None:
+    """A copy keeps the limits, ``raw_arguments`` and ``results``, and the open blocks as they stood, the hot one
+    included: fed the rest, it comes to the same end as the original, sending the same deltas to their rules."""
+    source, chunks, _ = case
+    first = SlowDeltas(source.policy, limits, raw_arguments=raw, results=results)
+    at = at % (len(chunks) + 1)
+    try:
+        for chunk in chunks[:at]:
+            first.feed(chunk)
+    except sf.LlmError:
+        pass
+    copied = COPIES[how](first)
+    assert type(copied) is SlowDeltas
+    first.slow = copied.slow = 0
+    assert run(copied, chunks[at:], results) == run(first, chunks[at:], results)
+    assert copied.slow == first.slow
+
+
 class Counting(sf.StreamAssembler):
     """A subclass that counts what it was fed, as an application might."""
 
@@ -95,6 +139,12 @@ def test_the_assembler_may_be_subclassed_and_copied_as_its_class() -> None:
 def test_a_flag_that_is_not_a_bool_is_a_type_error(flag: str, value: object) -> None:
     with pytest.raises(TypeError):
         sf.StreamAssembler(**{flag: value})  # type: ignore[arg-type]
+    # As source, the machine's own words (compiled, the call itself checks, in mypyc's)
+    with pytest.raises(TypeError, match=f"^{flag} is True or False, got {type(value).__name__}$"):
+        source_machine().StreamAssembler(**{flag: value})
+    other = "results" if flag == "raw_arguments" else "raw_arguments"
+    with pytest.raises(TypeError, match=f"^{flag} is True or False"):  # the one that is not, whichever it is
+        source_machine().StreamAssembler(**{flag: value, other: True})
 
 
 @pytest.mark.parametrize("line", [5, None, 1.5, ["a"]])

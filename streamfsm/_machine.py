@@ -39,7 +39,7 @@ from ._models import (
     kept_blocks,
     partial_object,
 )
-from ._table import FAILED, FINISHED, IN_BLOCK, READY, diagram
+from ._table import FAILED, FINISHED, IN_BLOCK, READY, as_policy, diagram
 from ._wire import CallId
 
 __all__ = ["StreamAssembler", "checker", "diagram"]
@@ -79,9 +79,7 @@ class StreamAssembler(Handlers):
             _not_a_flag(raw_arguments, results)
         # Module constants, not Policy.X: an enum attribute is a slow read (EnumType's __getattr__).
         if policy is not _STRICT and policy is not _HARNESS:
-            # a policy's value ("strict") is looked up, not called: calling the enum is slow
-            known = _POLICY_BY_VALUE.get(policy) if type(policy) is str else None
-            policy = known if known is not None else Policy(policy)
+            policy = as_policy(policy)
         # The one constructor of the machine's rooms: each field is declared (and described) in the room that
         # reads it (Room, Stream, Handlers). The limits are read once as plain values (a model's attributes are slow
         # to read; the defaults' are read at import): the one source every check reads.
@@ -536,7 +534,6 @@ def checker(policy: Policy | str = Policy.STRICT, limits: Limits | None = None) 
 _STRICT: Final = Policy.STRICT
 _LITERAL: Final = LITERAL_KEYS
 _HARNESS: Final = Policy.HARNESS
-_POLICY_BY_VALUE: Final[dict[str, Policy]] = {p.value: p for p in Policy}
 _MAX_CHUNKS: Final = DEFAULT_LIMITS.max_chunks
 _MAX_BLOCKS: Final = DEFAULT_LIMITS.max_blocks
 _MAX_BYTES: Final = DEFAULT_LIMITS.max_block_bytes

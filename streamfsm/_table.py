@@ -42,6 +42,7 @@ __all__ = [
     "TRANSITIONS",
     "USAGE",
     "accepts",
+    "as_policy",
     "diagram",
     "next_state",
     "refusal",
@@ -190,8 +191,20 @@ def accepts(state: str, policy: Policy | str) -> tuple[str, ...]:
 
     A guarded entry (``last_open``, ``may_finish``) depends on the stream, so it is listed.
     """
-    # A member is looked up as it is: calling the enum (interpreted) would cost thousands of instructions a message.
-    return _ACCEPTS[(state, policy if type(policy) is Policy else Policy(policy))]
+    return _ACCEPTS[(state, as_policy(policy))]
+
+
+def as_policy(policy: Policy | str) -> Policy:
+    """``policy`` as a :class:`Policy`: a member as it is, its value (``"strict"``) by a lookup, anything else by
+    calling the enum (a name in any case; a ``ValueError`` naming the policies). Calling the enum (interpreted)
+    costs thousands of instructions: the assembler's constructor and every refusal's message ask this instead."""
+    if type(policy) is Policy:
+        return policy
+    known = _POLICY_BY_VALUE.get(policy) if type(policy) is str else None
+    return known if known is not None else Policy(policy)
+
+
+_POLICY_BY_VALUE: Final[dict[str, Policy]] = {p.value: p for p in Policy}
 
 
 def diagram(policy: Policy | str | None = None) -> str:
@@ -200,7 +213,7 @@ def diagram(policy: Policy | str | None = None) -> str:
     Guards label the edges. With a ``policy``, the ``interleave`` guard is resolved: under
     ``Policy.STRICT`` a block never starts while another is open, under ``Policy.HARNESS`` it may.
     """
-    resolved = Policy(policy) if policy is not None else None
+    resolved = as_policy(policy) if policy is not None else None
     machine = _declared_machine(SimpleNamespace(), graph=True, policy=resolved)  # a model that holds the state
     if resolved is not None:
         machine.title = f"streamfsm ({resolved.value})"

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 import streamfsm as sf
 from streamfsm import ErrorCode, LlmError, Policy
+from streamfsm._table import READY, accepts, as_policy
 
 from ..builders import (
     BOTH,
@@ -1515,3 +1516,24 @@ def test_usage_is_optional_and_noted_under_harness() -> None:
     for kind in ("error", "aborted"):  # optional under STRICT too: nothing to note
         assert fed([*TEXT, finish(kind, FAILURE)], HARNESS)[1] == []
     assert fed([*TEXT, usage(), STOP], HARNESS)[1] == []
+
+
+@pytest.mark.parametrize(
+    ("given", "policy"),
+    [
+        (Policy.STRICT, Policy.STRICT),
+        ("harness", Policy.HARNESS),
+        ("HARNESS", Policy.HARNESS),
+        ("Strict", Policy.STRICT),
+    ],
+)
+def test_a_policy_is_a_member_its_value_or_its_name_in_any_case(given: Policy | str, policy: Policy) -> None:
+    assert as_policy(given) is policy
+    assert sf.StreamAssembler(given).policy is policy
+    assert accepts(READY, given) == accepts(READY, policy)
+
+
+@pytest.mark.parametrize("given", ["lenient", "", 1, None])
+def test_anything_else_is_no_policy(given: object) -> None:
+    with pytest.raises(ValueError, match="is not a policy: one of strict, harness"):
+        as_policy(given)  # type: ignore[arg-type]

@@ -226,9 +226,10 @@ def _file_name(source: object) -> str | None:
     if len(source) > _NAME_MAX:
         return None
     # JSON text, the usual case, is told by its first character, with nothing decoded or copied (the ASCII
-    # whitespace bytes.lstrip skips is whitespace to str.strip too: the rule below decides the same).
+    # whitespace bytes.lstrip skips is whitespace to str.strip too: the rule below decides the same). Compared,
+    # not searched: ``x in b"{["`` first tries ``x`` as an int, and makes and drops a TypeError to learn it is not.
     first = source.lstrip()[:1]
-    if first and (first in b"{[" if isinstance(first, bytes) else first in "{["):
+    if first in _JSON_STARTS:
         return None
     text = (source.decode("utf-8", "replace") if isinstance(source, bytes) else source).strip()
     if not text or "\n" in text or text[0] in "{[":
@@ -238,6 +239,8 @@ def _file_name(source: object) -> str | None:
     return None
 
 
+#: The first character of JSON text that is an object or an array, as bytes and as text.
+_JSON_STARTS: Final = frozenset((b"{", b"[", "{", "["))
 _READ_IT: Final = "to read the file, pass open({name!r}, 'rb'), or read its streams with sf.read_recordings({name!r})"
 
 

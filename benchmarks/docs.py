@@ -29,7 +29,7 @@ Every figure on this page comes from one run of the benchmark harness in `benchm
 wrote them. To measure on your own machine:
 
 ```sh
-pip install -e '.[bench]'      # the peers: anthropic, openai, google-genai, pydantic-ai, langchain; matplotlib
+pip install -e '.[bench]'      # the peers: anthropic, openai, google-genai, pydantic-ai, langchain; matplotlib; msgspec
 python -m benchmarks           # minutes; writes benchmarks/RESULTS.md (its run time at the end), the plots, this page
 python -m benchmarks --smoke   # seconds: every workload and peer at tiny sizes, to check the harness runs
 python -m benchmarks.docs      # this page again from benchmarks/RESULTS.md
@@ -41,7 +41,8 @@ under valgrind's callgrind, which do not move with a noisy machine as times do:
 `python -m benchmarks.instructions` (a 5-chunk stream, a typical chunk, and the bare dict loop's typical chunk) and
 `python -m benchmarks.instructions_jsonl` (a chunk of `validate_jsonl` and `assemble_jsonl` next to
 `orjson.loads`, on the session logs, the providers' recordings and the typical turn, for the compiled and the pure
-machine, with their times side by side in one process; `--time` for the times alone);
+machine, with their times side by side in one process, `validate_jsonl` with each parser of JSON lines: msgspec,
+which the `fast` extra installs, and orjson; `--time` for the times alone);
 `python -m benchmarks.blank_lines` counts what a blank line costs `assemble_jsonl` against a
 valid one, per byte (a target row of `python -m benchmarks`).
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from ._arguments import ORJSON_MAX
 from ._models import (
     FinishReason,
+    ImageBlock,
     ReasoningBlock,
     StreamResult,
     TextBlock,
@@ -17,29 +18,33 @@ from ._models import (
     _Blank,
 )
 
-__all__ = ["PLAIN_FINISH", "construct", "result", "text_block", "tool_call", "usage_model"]
+__all__ = [
+    "CALL_FIELDS",
+    "PLAIN_FINISH",
+    "construct",
+    "image_block",
+    "result",
+    "text_block",
+    "tool_call",
+    "usage_model",
+]
 
 M = TypeVar("M", bound=BaseModel)
-_FIELDS_SET: Final[dict[type[BaseModel], set[str]]] = {}
 _BLANK: Final = _Blank  # a Final name is a C static in the compiled module, an import a dict lookup
 #: The finish reasons without a failure: frozen, so one instance of each serves every stream. Every
 #: field is given, as a failure's reason gives them (``model_fields_set`` is the same on every path).
 PLAIN_FINISH: Final = {kind: FinishReason(kind=kind, failure=None) for kind in ("stop", "tool-calls", "max-tokens")}
 
 
-def construct(cls: type[M], values: dict[str, Any], fields_set: set[str] | None = None) -> M:
+def construct(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
     """Build a model from values the machine has already validated, skipping validation.
 
     ``values`` holds every field (defaults included); other keys fill ``cached_property`` slots
     (``ToolCallBlock.parsed_arguments``). What pydantic's ``model_construct`` does, minus its
     default handling, which costs more than the validation it skips. The model is filled as a
     ``_Blank`` by plain assignments and then given its class (see ``_Blank``): one ``object.__setattr__``
-    call costs more than all of those.
+    call costs more than all of those. ``fields_set`` is the class's fields (every one is given), made once.
     """
-    if fields_set is None:  # not given by the caller: the class's, made once
-        fields_set = _FIELDS_SET.get(cls)
-        if fields_set is None:
-            fields_set = _FIELDS_SET[cls] = set(cls.__pydantic_fields__)
     obj: Any = _BLANK()
     obj.__dict__ = values
     # Shared by every instance of the class: frozen models never change it, and copies copy it.
@@ -86,16 +91,22 @@ def result(blocks: list[Any], usage: Any, finish: Any, interrupted: list[Any], r
     return construct(StreamResult, values, _RESULT_FIELDS)
 
 
-def tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any]) -> ToolCallBlock:
-    """The completed tool call, with the arguments the machine parsed to check them.
+def tool_call(cid: str, name: str, arguments: str, parsed: dict[str, Any] | None) -> ToolCallBlock:
+    """The completed tool call, with the arguments the machine parsed to check them (None: not a JSON object,
+    kept raw).
 
     Big arguments (over ``ORJSON_MAX`` characters) are not kept parsed: the raw text and the parsed
     object would double the memory a big call holds. ``parsed_arguments`` parses them on first use.
     """
     values: dict[str, Any] = {"type": "tool-call", "id": cid, "name": name, "arguments": arguments}
-    if len(arguments) <= ORJSON_MAX:
+    if parsed is not None and len(arguments) <= ORJSON_MAX:
         values["parsed_arguments"] = parsed
-    return construct(ToolCallBlock, values, _CALL_FIELDS)
+    return construct(ToolCallBlock, values, CALL_FIELDS)
+
+
+def image_block(attachment: Any) -> ImageBlock:
+    """An image block of its (checked, copied) attachment."""
+    return construct(ImageBlock, {"type": "image", "attachment": attachment}, _IMAGE_FIELDS)
 
 
 #: The fields of a usage, as a template to copy (most usage chunks give two counts of five).
@@ -106,4 +117,5 @@ _USAGE: Final[dict[str, Any]] = dict.fromkeys(
 _TEXT_FIELDS: Final = set(TextBlock.__pydantic_fields__)
 _USAGE_FIELDS: Final = set(Usage.__pydantic_fields__)
 _RESULT_FIELDS: Final = set(StreamResult.__pydantic_fields__)
-_CALL_FIELDS: Final = set(ToolCallBlock.__pydantic_fields__)
+CALL_FIELDS: Final = set(ToolCallBlock.__pydantic_fields__)
+_IMAGE_FIELDS: Final = set(ImageBlock.__pydantic_fields__)

@@ -37,11 +37,11 @@ from ._arguments import parse_arguments
 from ._blocks import Buffer, Keys, bytes_since, open_buffer, utf8_len
 from ._compile import mypyc_attr
 from ._config import Policy
-from ._construct import PLAIN_FINISH, construct, text_block, tool_call, usage_model
+from ._construct import PLAIN_FINISH, image_block, text_block, tool_call, usage_model
 from ._errors import ErrorCode
 from ._json import copy_json, json_size
 from ._messages import invalid, short, type_of
-from ._models import FinishReason, ImageBlock, LlmFailure, ToolCallBlock
+from ._models import FinishReason, LlmFailure
 from ._stream import Stream
 from ._table import FAILED, FINISHED, READY, ROUTES, STATES
 
@@ -344,12 +344,7 @@ class Handlers(Stream):
             if not had_deltas or block.name is None:
                 kept += self._kept(block, "" if had_deltas else cid, name if block.name is None else "", n)
             stream = self._block_limits(block, utf8_len(arguments), had_deltas, n, kept)
-            if not self._results:
-                done = (cid, name)
-            elif parsed is None:
-                done = construct(ToolCallBlock, {"type": "tool-call", "id": cid, "name": name, "arguments": arguments})
-            else:
-                done = tool_call(cid, name, arguments, parsed)
+            done = tool_call(cid, name, arguments, parsed) if self._results else (cid, name)
             self._ids.setdefault(cid, block.index)
             self._tool_calls += 1
         elif block.kind:
@@ -363,7 +358,7 @@ class Handlers(Stream):
             if not self._results:
                 done = kind
             elif kind == "image":
-                done = construct(ImageBlock, {"type": "image", "attachment": copy_json(wire)["attachment"]})
+                done = image_block(copy_json(wire)["attachment"])
             else:
                 done = copy_json(wire)
         del open_blocks[index]

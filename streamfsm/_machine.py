@@ -26,7 +26,7 @@ from ._arguments import parse_arguments
 from ._blocks import LITERAL_KEYS, NO_ID, Buffer, open_buffer
 from ._compile import mypyc_attr
 from ._config import DEFAULT_LIMITS, Limits, Policy
-from ._construct import construct, result, text_block, usage_model
+from ._construct import CALL_FIELDS, construct, result, text_block, usage_model
 from ._errors import ErrorCode, LlmError
 from ._handlers import Handlers, start_rows
 from ._models import (
@@ -510,7 +510,7 @@ def _partial(b: Buffer) -> Block | dict[str, Any]:
             "arguments": content,
             "parsed_arguments": parsed if parsed is not None else {},
         }
-        return construct(ToolCallBlock, values)
+        return construct(ToolCallBlock, values, CALL_FIELDS)
     if not b.kind:  # a block without deltas has no content before its block-end
         return {"type": b.block_type()}
     return text_block(b.kind, content)

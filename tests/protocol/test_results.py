@@ -316,18 +316,6 @@ def test_results_behave_as_validated_models(feed: str) -> None:
     assert sf.assemble(chunks, policy=policy).usage == usage  # a later result: the shared set as it was
 
 
-def test_models_are_complete_on_a_cold_cache() -> None:
-    """``construct`` caches the field names of a model its caller gives none for (the machine gives them for its
-    text blocks, tool calls, usage and result); built with an empty cache, every model is the same."""
-    from streamfsm import _construct
-
-    _construct._FIELDS_SET.clear()
-    chunks, policy = STREAMS["text, reasoning and a tool call"]
-    result = assembled(chunks, policy)
-    for model in models(result):
-        assert model.model_fields_set == set(type(model).model_fields), type(model)
-
-
 # -- an assembler that keeps no results (results=False) ----------------------------------------------
 
 

@@ -242,3 +242,30 @@ def json_lines(draw: st.DrawFn) -> bytes:
 @given(blob=json_lines(), policy=st.sampled_from(["strict", "harness"]))
 def test_any_json_lines_have_one_verdict(blob: bytes, policy: str) -> None:
     assert_same_verdict(blob, policy, same_words=False)
+
+
+USAGE_LINE = b'{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}'
+KINDS_OF_LINE: dict[str, list[Any]] = {
+    "text with a lone surrogate": ['{"type":"text-delta","index":0,"text":"\udc80"}'],
+    "a bytearray": [bytearray(USAGE_LINE)],
+    "a memoryview": [memoryview(USAGE_LINE)],
+    "a blank bytearray": [bytearray(b" \t"), bytearray(USAGE_LINE)],
+    "a blank memoryview": [memoryview(b"\r"), memoryview(USAGE_LINE)],
+    "no line at all": [5],
+}
+
+
+@pytest.mark.parametrize("lines", KINDS_OF_LINE.values(), ids=KINDS_OF_LINE.keys())
+def test_every_kind_of_line_has_one_verdict(lines: list[Any]) -> None:
+    """A line of each kind ``accepted_chunks`` takes (a str, bytes, a bytearray, a memoryview), or none."""
+
+    def outcome(parser: str) -> tuple[list[Any], str]:
+        _parser.use(parser)
+        chunks: list[Any] = []
+        try:
+            chunks.extend(sf.StreamAssembler().accepted_chunks(lines))
+        except (sf.LlmError, TypeError) as err:
+            return chunks, f"{type(err).__name__}: {err}"
+        return chunks, ""
+
+    assert outcome("msgspec") == outcome("orjson")

@@ -199,6 +199,8 @@ def _run_bare_results(streams: list[list[dict[str, Any]]], plain: bool) -> list[
     from streamfsm._construct import PLAIN_FINISH, construct
     from streamfsm._models import ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, Usage
 
+    # Each model's fields set, made once (as the machine's are): every field is given.
+    fields = {cls: set(cls.model_fields) for cls in (ReasoningBlock, StreamResult, TextBlock, ToolCallBlock, Usage)}
     out: list[Any] = []
     for s in streams:
         blocks: list[Any] = []
@@ -218,10 +220,12 @@ def _run_bare_results(streams: list[list[dict[str, Any]]], plain: bool) -> list[
                 parts = []
                 if kind == "tool-call":
                     blocks.append(_PlainCall(kind, wire["id"], wire["name"], joined) if plain else construct(
-                        ToolCallBlock, {"type": kind, "id": wire["id"], "name": wire["name"], "arguments": joined}))
+                        ToolCallBlock, {"type": kind, "id": wire["id"], "name": wire["name"], "arguments": joined},
+                        fields[ToolCallBlock]))
                 else:
+                    model = TextBlock if kind == "text" else ReasoningBlock
                     blocks.append(_PlainText(kind, joined) if plain else construct(
-                        TextBlock if kind == "text" else ReasoningBlock, {"type": kind, "text": joined}))
+                        model, {"type": kind, "text": joined}, fields[model]))
             elif t == "usage":
                 u = c["usage"]
                 usage = _PlainUsage(u["inputTokens"], u["outputTokens"], u.get("cacheReadTokens"),
@@ -229,12 +233,12 @@ def _run_bare_results(streams: list[list[dict[str, Any]]], plain: bool) -> list[
                     Usage, {"input_tokens": u["inputTokens"], "output_tokens": u["outputTokens"],
                             "cache_read_tokens": u.get("cacheReadTokens"),
                             "cache_write_tokens": u.get("cacheWriteTokens"),
-                            "reasoning_tokens": u.get("reasoningTokens")})
+                            "reasoning_tokens": u.get("reasoningTokens")}, fields[Usage])
             elif t == "finish":
                 finish = PLAIN_FINISH[c["reason"]["kind"]]
         out.append(_PlainResult(blocks, usage, finish, [], None) if plain else construct(
             StreamResult, {"blocks": blocks, "usage": usage, "finish": finish, "interrupted": [],
-                           "replay_state": None}))
+                           "replay_state": None}, fields[StreamResult]))
     return out
 
 

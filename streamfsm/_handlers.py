@@ -501,16 +501,24 @@ class Route:
 
     __slots__ = ("chunk_type", "dest", "dest_row", "handler", "otherwise", "otherwise_row", "refuses", "row", "stays")
 
-    def __init__(self, row: dict[str, Route], chunk_type: str, handler: int, dest: str, otherwise: str | None) -> None:
-        self.row = row  # the state's row this route is in
+    def __init__(
+        self,
+        rows: dict[str, dict[str, Route]],
+        state: str,
+        chunk_type: str,
+        handler: int,
+        dest: str,
+        otherwise: str | None,
+    ) -> None:
+        self.row = rows[state]  # the state's row this route is in (``rows``: every state's, filled as they are made)
         self.chunk_type = chunk_type
         self.handler = handler
         self.dest = dest
+        self.dest_row = rows[dest]
+        self.stays = dest == state  # whether ``dest`` is the state this route is in
         self.refuses = otherwise is None
-        self.stays = False  # whether ``dest`` is the state this route is in (set with the rows)
         self.otherwise = otherwise if otherwise is not None else dest
-        self.dest_row: dict[str, Route] = {}
-        self.otherwise_row: dict[str, Route] = {}
+        self.otherwise_row = rows[self.otherwise]
 
 
 class _Rows:
@@ -522,11 +530,7 @@ class _Rows:
     def __init__(self, policy: Policy) -> None:
         rows: dict[str, dict[str, Route]] = {state: {} for state in STATES}
         for (state, chunk_type), (handler, dest, _guard, otherwise) in ROUTES[policy].items():
-            route = Route(rows[state], chunk_type, _HANDLERS[handler], dest, otherwise)
-            route.dest_row = rows[dest]
-            route.otherwise_row = rows[route.otherwise]
-            route.stays = dest == state
-            rows[state][chunk_type] = route
+            rows[state][chunk_type] = Route(rows, state, chunk_type, _HANDLERS[handler], dest, otherwise)
         self.by_state = rows
         self.ready = rows[READY]
         self.first: Route = self.ready["block-start"]

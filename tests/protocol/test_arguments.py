@@ -69,8 +69,8 @@ def test_refusals_of_the_standard_parser_say_why() -> None:
 def test_nesting_past_the_limit_is_refused_by_the_standard_parser(opener: str) -> None:
     closer = "]" if opener == "[" else "}"
 
-    def nested(depth: int) -> str:  # an object whose second member nests ``depth`` levels in all
-        return "{" + PAD + ', "deep": ' + opener * (depth - 1) + "0" + closer * (depth - 1) + "}"
+    def nested(depth: int) -> str:  # an object whose second member nests ``depth`` levels in all; brackets enough
+        return "{" + PAD + ', "deep": ' + opener * (depth - 1) + "0" + closer * (depth - 1) + ', "more": [{}]}'
 
     with recursion_limit(20_000):  # the interpreter's own limit is not the one held to
         assert parse_arguments(nested(MAX_DEPTH))[1] == ""

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm import _parser
 
-from ..builders import source_machine
+from ..builders import U, end_tool, source_machine, start, tool_delta
 from ..data import SEED_CHUNKS
 from .test_properties import mutated, sources
 
@@ -82,8 +82,15 @@ class SlowDeltas(source_machine().StreamAssembler):  # type: ignore[misc]
         super()._delta(c, t, n)
 
 
-#: Limits a copy must keep: tight enough that the streams drawn pass them.
-TIGHT = [None, sf.Limits(max_chunks=20, max_blocks=3, max_block_bytes=40, max_stream_bytes=90)]
+#: Limits a copy must keep: tight enough that the streams drawn pass them, each limit on its own too.
+TIGHT = [
+    None,
+    sf.Limits(max_chunks=20, max_blocks=3, max_block_bytes=40, max_stream_bytes=90),
+    sf.Limits(max_chunks=8),
+    sf.Limits(max_blocks=2),
+    sf.Limits(max_block_bytes=12),
+    sf.Limits(max_stream_bytes=30),
+]
 
 
 @settings(max_examples=300, deadline=None)
@@ -110,9 +117,42 @@ def test_a_copy_keeps_the_settings_and_takes_the_same_paths(
         pass
     copied = COPIES[how](first)
     assert type(copied) is SlowDeltas
+    if not results:
+        with pytest.raises(ValueError, match="keeps no results"):
+            copied.snapshot()
     first.slow = copied.slow = 0
     assert run(copied, chunks[at:], results) == run(first, chunks[at:], results)
     assert copied.slow == first.slow
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_a_copy_keeps_raw_arguments(how: str) -> None:
+    """Arguments that are no JSON object pass with ``raw_arguments`` (noted), in the copy too."""
+    chunks = [start(0, "tool-call"), tool_delta(0, "c", "not json", name="f"), end_tool(0, "c", "f", "not json"), U,
+              {"type": "finish", "reason": {"kind": "tool-calls"}}]  # fmt: skip
+    first = sf.StreamAssembler("strict", raw_arguments=True)
+    for chunk in chunks[:2]:
+        first.feed(chunk)
+    copied = COPIES[how](first)
+    for chunk in chunks[2:]:
+        copied.feed(chunk)
+    assert copied.close().tool_calls[0].arguments == "not json"
+    assert [e.code for e, _ in copied.notes] == ["TOOL_ARGUMENTS_INVALID"]
+
+
+def test_a_failed_chunk_takes_back_only_its_own_count_of_a_note() -> None:
+    """HARNESS notes two tool calls with an empty id (the second also shares the first's); a third's first delta says
+    an empty id too (counted) and then passes the stream's bytes: failed, it takes back its counts only."""
+    chunks = []
+    for index in range(2):
+        chunks += [start(index, "tool-call"), tool_delta(index, "", "{}", name="f"), end_tool(index, "", "f", "{}")]
+    chunks += [start(2, "tool-call"), tool_delta(2, "", "x" * 200, name="f")]
+    asm = sf.StreamAssembler("harness", sf.Limits(max_stream_bytes=100))
+    with pytest.raises(sf.LlmError) as info:
+        for chunk in chunks:
+            asm.feed(chunk)
+    assert (info.value.code, info.value.chunk_index) == ("LIMIT_EXCEEDED", len(chunks) - 1)
+    assert {e.code: count for e, count in asm.notes} == {"INVALID_CHUNK": 2, "TOOL_CALL_CONFLICT": 1}
 
 
 class Counting(sf.StreamAssembler):

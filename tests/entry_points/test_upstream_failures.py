@@ -550,3 +550,11 @@ def test_feed_many_says_whether_its_source_raised(items: list[Any], after_error:
     assert isinstance(info.value, sf.LlmError) is not source
     assert asm.source_failed is source
     assert asm.chunk_count == len(items) - (1 if source else 0)
+    if not source:  # the same chunks as a list (read by index, its own path): a refusal is no source's failure
+        again = sf.StreamAssembler()
+        if after_error:
+            with pytest.raises(ConnectionError):
+                again.feed_many(raising([ConnectionError("first")]))
+        with pytest.raises(sf.LlmError):
+            again.feed_many(list(items))
+        assert again.source_failed is False

@@ -368,3 +368,26 @@ def test_an_integer_past_the_digit_bound_is_refused_with_why() -> None:
 
 def _lines(chunks: list[Chunk]) -> Iterator[bytes]:
     return (orjson.dumps(c) for c in chunks)
+
+
+def test_a_tool_calls_id_or_name_may_hold_exactly_the_block_limit() -> None:
+    """Each of a call's id and name is held to ``max_block_bytes`` on its own: exactly the limit passes, a byte
+    more is refused, naming which."""
+    limits = sf.Limits(max_block_bytes=8)
+
+    def call(cid: str, name: str) -> list[Chunk]:
+        block = {"type": "tool-call", "id": cid, "name": name, "arguments": "{}"}
+        return [
+            {"type": "block-start", "index": 0, "blockType": "tool-call"},
+            {"type": "block-end", "index": 0, "block": block},
+            {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
+            {"type": "finish", "reason": {"kind": "tool-calls"}},
+        ]
+
+    assert sf.assemble(call("é" * 4, "f"), limits=limits).tool_calls[0].id == "é" * 4  # 8 bytes
+    assert sf.assemble(call("c", "n" * 8), limits=limits).tool_calls[0].name == "n" * 8
+    for cid, name, what in (("é" * 4 + "x", "f", "id"), ("c", "n" * 9, "name")):
+        with pytest.raises(sf.LlmError) as info:
+            sf.assemble(call(cid, name), limits=limits)
+        assert info.value.code == "LIMIT_EXCEEDED" and info.value.chunk_index == 1
+        assert f"the {what} of block 0 (tool-call) would hold 9 bytes, more than 8" in info.value.message

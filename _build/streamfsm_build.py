@@ -36,7 +36,8 @@ COMPILED = [
 
 #: What a compiling build needs: mypy carries mypyc, pinned to the version the build was tested with; it
 #: type-checks the package as it compiles, so it needs the typed dependencies too (those the compiled modules'
-#: imports reach: ``_sources.py`` reads ``.zst`` files with zstandard, typed).
+#: imports reach: ``_sources.py`` reads ``.zst`` files with zstandard, typed; ``_parser.py`` reads JSON lines with
+#: msgspec where it is installed).
 MYPYC_REQUIRES = [
     "mypy==2.4.1",
     "pydantic>=2.6",
@@ -45,6 +46,7 @@ MYPYC_REQUIRES = [
     "types-jsonschema",
     "httpx>=0.27",
     "zstandard>=0.22",
+    "msgspec>=0.18",
 ]
 
 #: What a build that falls back to the pure machine prints (``{reason}``: why).

@@ -30,7 +30,8 @@ def _msgspec_decode() -> Callable[[Any], Any] | None:
         import msgspec
     except ImportError:
         return None
-    return msgspec.json.Decoder().decode
+    decode: Callable[[Any], Any] = msgspec.json.Decoder().decode
+    return decode
 
 
 #: Parses one JSON line (bytes, a bytearray, a memoryview or a str) into its value.

@@ -34,14 +34,19 @@ def _msgspec_decode() -> Callable[[Any], Any] | None:
     return decode
 
 
+def _keys_of(parse: Callable[[Any], Any]) -> Keys:
+    """The key objects of the dicts ``parse`` makes (a parser keeps one object a key)."""
+    return Keys(parse(orjson.dumps(dict.fromkeys(FIELDS, 0))))
+
+
 #: Parses one JSON line (bytes, a bytearray, a memoryview or a str) into its value.
 loads: Callable[[Any], Any] = _msgspec_decode() or orjson.loads
 #: Which parser :data:`loads` is: ``"msgspec"`` or ``"orjson"``.
 PARSER: str = "orjson" if loads is orjson.loads else "msgspec"
 #: The key objects of the dicts :data:`loads` makes.
-KEYS: Keys = Keys(loads(orjson.dumps(dict.fromkeys(FIELDS, 0))))
+KEYS: Keys = _keys_of(loads)
 #: The key objects of the dicts orjson makes (``feed_line``'s).
-ORJSON_KEYS: Final = Keys(orjson.loads(orjson.dumps(dict.fromkeys(FIELDS, 0))))
+ORJSON_KEYS: Final = _keys_of(orjson.loads)
 
 
 def use(parser: str) -> None:
@@ -57,4 +62,4 @@ def use(parser: str) -> None:
     else:
         raise ValueError(f"a JSON-lines parser is 'msgspec' or 'orjson', not {parser!r}")
     PARSER = parser
-    KEYS = Keys(loads(orjson.dumps(dict.fromkeys(FIELDS, 0))))
+    KEYS = _keys_of(loads)

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,26 @@ def on_a_terminal(*argv: str, env: dict[str, str] | None = None, cwd: Path | Non
         pass
     os.close(main)
     return done.wait(timeout=120), b"".join(chunks).decode()
+
+
+#: Run first in the child: the modules named in HIDDEN (and their submodules) cannot be imported.
+BLOCKER = """
+import sys
+
+class Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Hidden())
+"""
+
+
+def without(hidden: set[str], code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a child interpreter in which the top-level modules ``hidden`` are not installed."""
+    program = f"HIDDEN = {sorted(hidden)!r}\n{BLOCKER}\n{textwrap.dedent(code)}"
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=root, env=child_env(), timeout=120
+    )

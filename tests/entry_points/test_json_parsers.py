@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm import _parser
 
+from ..cli_support import without
 from ..data import SEED_CHUNKS, SESSIONS
-from .test_missing_extras import without
 
 PARSERS = ("msgspec", "orjson")
 
@@ -244,7 +244,7 @@ def test_any_json_lines_have_one_verdict(blob: bytes, policy: str) -> None:
     assert_same_verdict(blob, policy, same_words=False)
 
 
-USAGE_LINE = b'{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}'
+USAGE_LINE = orjson.dumps(USAGE)
 KINDS_OF_LINE: dict[str, list[Any]] = {
     "text with a lone surrogate": ['{"type":"text-delta","index":0,"text":"\udc80"}'],
     "a bytearray": [bytearray(USAGE_LINE)],

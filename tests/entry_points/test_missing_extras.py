@@ -5,38 +5,9 @@ on ``sys.meta_path``, as if they were not installed; the rest of the package wor
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import pytest
 
-from ..cli_support import child_env
-
-ROOT = Path(__file__).resolve().parents[2]
-
-#: Run first in the child: the modules named in HIDDEN (and their submodules) cannot be imported.
-BLOCKER = """
-import sys
-
-class Hidden:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in HIDDEN:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-sys.meta_path.insert(0, Hidden())
-"""
-
-
-def without(hidden: set[str], code: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a child interpreter in which the top-level modules ``hidden`` are not installed."""
-    program = f"HIDDEN = {sorted(hidden)!r}\n{BLOCKER}\n{textwrap.dedent(code)}"
-    return subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, env=child_env(), timeout=120
-    )
-
+from ..cli_support import without
 
 ADAPTERS = ["OpenAICompatibleAdapter", "AnthropicAdapter", "OpenAIResponsesAdapter", "GeminiAdapter"]
 

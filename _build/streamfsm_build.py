@@ -32,6 +32,7 @@ COMPILED = [
     "streamfsm/_construct.py",
     "streamfsm/_arguments.py",
     "streamfsm/_assemble.py",
+    "streamfsm/_line_memo.py",
 ]
 
 #: What a compiling build needs: mypy carries mypyc, pinned to the version the build was tested with; it

@@ -194,9 +194,7 @@ class Handlers(Stream):
             self._note(ErrorCode.INVALID_CHUNK, invalid("block-start", "blockType", reason, self._state), n)
         open_blocks = self._open
         if open_blocks:
-            interleaved = ErrorCode.BLOCKS_INTERLEAVED
-            if not self._noted(interleaved, n):
-                self._note(interleaved, self._refused(interleaved, "block-start", c, _STRICT), n)
+            self._note_refusal(ErrorCode.BLOCKS_INTERLEAVED, "block-start", {"index": index, "blockType": kind}, n)
             self._cool()
         open_blocks[index] = block
         self._done.append(None)

@@ -29,6 +29,7 @@ from ._config import DEFAULT_LIMITS, Limits, Policy
 from ._construct import CALL_FIELDS, construct, result, text_block, usage_model
 from ._errors import ErrorCode, LlmError
 from ._handlers import Handlers, start_rows
+from ._line_memo import LineMemo
 from ._models import (
     Block,
     OpenBlock,
@@ -39,7 +40,7 @@ from ._models import (
     kept_blocks,
     partial_object,
 )
-from ._table import FAILED, FINISHED, IN_BLOCK, READY, as_policy, diagram
+from ._table import DELTAS, FAILED, FINISHED, IN_BLOCK, READY, as_policy, diagram
 from ._wire import CallId
 
 __all__ = ["StreamAssembler", "checker", "diagram"]
@@ -242,8 +243,9 @@ class StreamAssembler(Handlers):
         """
         loads = _parser.loads
         self._keys = _parser.KEYS
+        memo = LineMemo()
         for line in lines:
-            self._line_chunk(line, loads)
+            self._line_chunk(line, loads, memo)
 
     def accepted_chunks(
         self, lines: Iterable[bytes | bytearray | memoryview | str], end: bool = False
@@ -256,31 +258,41 @@ class StreamAssembler(Handlers):
         """
         loads = _parser.loads
         self._keys = _parser.KEYS
+        memo = LineMemo()
         for line in lines:
-            chunk = self._line_chunk(line, loads)
+            chunk = self._line_chunk(line, loads, memo)
             if chunk is not None:
                 yield chunk
         if end:
             self.end()
 
-    def _line_chunk(self, line: bytes | bytearray | memoryview | str, loads: Callable[[Any], Any]) -> Any:
+    def _line_chunk(
+        self, line: bytes | bytearray | memoryview | str, loads: Callable[[Any], Any], memo: LineMemo
+    ) -> Any:
         """Parse one JSON line with ``loads`` and feed it: the chunk, accepted; None for a blank line (skipped).
 
         A blank line of bytes or text is skipped before it is parsed (a line of JSON never starts with whitespace
-        or a control character), by its length and its first character. A line ``loads`` refuses (a line that is
-        not JSON, a blank line of another kind) is :meth:`feed_line`'s: orjson's verdict and words decide.
+        or a control character), by its length and its first character. A line of bytes that repeats the last
+        delta's shape is parsed in its text alone (``memo``: the same chunk a whole parse gives). A line ``loads``
+        refuses (a line that is not JSON, a blank line of another kind) is :meth:`feed_line`'s: orjson's verdict
+        and words decide.
         """
+        chunk: Any = None
         if type(line) is bytes:
             if len(line) == 0 or (line[0] <= 32 and _is_blank(line)):
                 return None
+            chunk = memo.chunk(line, loads)
         elif type(line) is str and (len(line) == 0 or (line[0] <= " " and _is_blank(line))):
             return None
-        try:
-            chunk = loads(line)
-        except Exception:
-            chunk = self.feed_line(line)  # skips a blank line, rejects a line that is not JSON
-            self._keys = _parser.KEYS
-            return chunk
+        if chunk is None:
+            try:
+                chunk = loads(line)
+            except Exception:
+                chunk = self.feed_line(line)  # skips a blank line, rejects a line that is not JSON
+                self._keys = _parser.KEYS
+                return chunk
+            if type(line) is bytes and type(chunk) is dict and chunk.get(self._keys.type) in DELTAS:
+                memo.learn(chunk, line)
         try:
             self._feed(chunk)
         except LlmError as err:

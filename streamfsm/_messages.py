@@ -85,23 +85,30 @@ def what(t: str, c: dict[str, Any]) -> str:
     return f"{t} for block {c['index']}"
 
 
+def listed(open_blocks: list[tuple[int, str]]) -> str:
+    """Open blocks (index, type name), for a message: ``block 0 (text), block 1 (tool-call)``."""
+    return ", ".join([block_name(index, kind) for index, kind in open_blocks])
+
+
 def refused(
     code: ErrorCode,
     t: str,
     c: dict[str, Any],
     state: str,
-    accepted: tuple[str, ...],
-    policy: str,
-    open_list: str,
-    first_open: int,
+    policy: Policy,
+    open_blocks: list[tuple[int, str]],
 ) -> str:
-    """The message of a chunk the table refused with ``code`` (see ``_table.refusal``)."""
+    """The message of a chunk the table of ``policy`` refused with ``code`` in ``state``, ``open_blocks`` open (see
+    ``_table.refusal``)."""
+    accepted = accepts(state, policy)
+    open_list = listed(open_blocks)
+    first_open = open_blocks[0][0] if open_blocks else -1
     chunk = what(t, c)
     if code is ErrorCode.BLOCK_NOT_OPEN:
         return f"{chunk}, but no block is open (state {state}); expected {', '.join(accepted)}"
     if code is ErrorCode.BLOCKS_INTERLEAVED:
         return (
-            f"{chunk} while {open_list} is open (state {state}); under policy {policy} blocks may not "
+            f"{chunk} while {open_list} is open (state {state}); under policy {policy.value} blocks may not "
             f"interleave: expected block-end for block {first_open} first"
         )
     if code is ErrorCode.CHUNK_AFTER_USAGE:
@@ -127,6 +134,11 @@ def type_of(chunk: object) -> str:
     return "chunk"
 
 
+#: What a message of a refusal by the table is made of, kept when a note is made: the chunk's type, what it is about
+#: (its index and the like: what :func:`what` reads), and the open blocks (index, type name).
+Words = tuple[str, dict[str, Any], list[tuple[int, str]]]
+
+
 class Note:
     """One entry of ``StreamAssembler.notes``: the error STRICT would have raised at the first chunk that broke a
     rule the policy accepted, and how many accepted chunks broke it.
@@ -134,19 +146,38 @@ class Note:
     It holds what that error holds (its code, message, position, and the state the chunk met; ``expected`` is what
     that state accepts under STRICT), the count, and ``last``, the position of the last chunk that counted it: a
     chunk counts a note once, and a chunk that then fails takes its count back (:func:`undo`). The error is made
-    when it is first read: a check that never reads the notes does not pay for one.
+    when it is first read: a check that never reads the notes does not pay for one. So is the message of a chunk
+    STRICT's table refuses (``words``: the chunk's type, what it is about, and the blocks open when it came).
     """
 
-    __slots__ = ("_error", "code", "count", "last", "message", "position", "state")
+    __slots__ = ("_error", "_message", "_words", "code", "count", "last", "position", "state")
 
-    def __init__(self, code: ErrorCode, message: str, position: int, state: str) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        position: int,
+        state: str,
+        words: Words | None = None,
+    ) -> None:
         self.code = code
-        self.message = message
+        self._message = message
+        self._words = words
         self.position = position
         self.state = state
         self.count = 1
         self.last = position
         self._error: LlmError | None = None
+
+    @property
+    def message(self) -> str:
+        """STRICT's message for the first such chunk."""
+        words = self._words
+        if words is not None:
+            t, about, open_blocks = words
+            self._message = refused(self.code, t, about, self.state, Policy.STRICT, open_blocks)
+            self._words = None
+        return self._message
 
     @property
     def error(self) -> LlmError:

@@ -16,7 +16,7 @@ from ._blocks import Buffer, Keys, Room, utf8_len
 from ._compile import mypyc_attr
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
-from ._messages import Note, a, block_name, invalid, mismatch, refused, type_of, undo
+from ._messages import Note, Words, a, block_name, invalid, listed, mismatch, refused, type_of, undo
 from ._models import FinishReason
 from ._table import FAILED, accepts, refusal
 
@@ -98,17 +98,11 @@ class Stream(Room):
     def _refuse(self, t: str, c: dict[str, Any], n: int) -> NoReturn:
         """The table refused a chunk of type ``t`` in the current state: its code (``_table.refusal``) and message."""
         code = refusal(self._state, t, bool(self._open) and not self._interleave)
-        self._fail(code, self._refused(code, t, c, self._policy), n)
+        self._fail(code, self._refused(code, t, c), n)
 
-    def _refused(self, code: ErrorCode, t: str, c: dict[str, Any], policy: Policy) -> str:
-        """The message of a chunk of type ``t`` the table of ``policy`` refuses with ``code`` in the current state."""
-        state = self._state
-        open_blocks = self._open
-        first = -1
-        for index in open_blocks:  # the first open block (a loop, not next(iter()): compiled, no builtin lookup)
-            first = index
-            break
-        return refused(code, t, c, state, accepts(state, policy), policy.value, self._open_list(), first)
+    def _refused(self, code: ErrorCode, t: str, c: dict[str, Any]) -> str:
+        """The message of a chunk of type ``t`` the table refuses with ``code`` in the current state."""
+        return refused(code, t, c, self._state, self._policy, self._open_pairs())
 
     def _limits(self, n: int, stream: int, block: Buffer | None = None, size: int = 0, exact: bool = False) -> None:
         """The limits of an accepted chunk, in their order: its block's bytes, the stream's bytes, the chunk count.
@@ -208,14 +202,21 @@ class Stream(Room):
             note.last = n
         return True
 
-    def _note(self, code: ErrorCode, message: str, n: int) -> None:
+    def _note(self, code: ErrorCode, message: str, n: int, words: Words | None = None) -> None:
         """Record what STRICT would have refused with ``message`` at chunk ``n`` (see ``notes``): the first chunk's
-        error, once per code; a chunk counts it once."""
+        error, once per code; a chunk counts it once. With ``words`` (see :meth:`_note_refusal`), the message is
+        written when it is read."""
         if not self._noted(code, n):
             notes = self._notes
             if notes is None:
                 notes = self._notes = {}
-            notes[code] = Note(code, message, n, self._state)
+            notes[code] = Note(code, message, n, self._state, words)
+
+    def _note_refusal(self, code: ErrorCode, t: str, about: dict[str, Any], n: int) -> None:
+        """Note that STRICT's table refuses chunk ``n`` (of type ``t``, ``about`` its index and the like: what
+        ``_messages.what`` reads) with ``code``: its words, those of :meth:`_refused`, written when read."""
+        if not self._noted(code, n):
+            self._note(code, "", n, (t, about, self._open_pairs()))
 
     def _said_empty(self, t: str, path: str, cid: str | None, name: str | None, n: int) -> None:
         """HARNESS: a tool call's id or name said empty for the first time (``None``: not said now, or said before),
@@ -252,5 +253,9 @@ class Stream(Room):
     def _open_blocks(self) -> list[Buffer]:
         return [self._open[i] for i in sorted(self._open)]
 
+    def _open_pairs(self) -> list[tuple[int, str]]:
+        """The open blocks, each its index and type name, by index."""
+        return [(b.index, b.type_name) for b in self._open_blocks()]
+
     def _open_list(self) -> str:
-        return ", ".join(block_name(b.index, b.type_name) for b in self._open_blocks())
+        return listed(self._open_pairs())

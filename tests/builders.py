@@ -406,6 +406,7 @@ def agree(
 
 #: The modules mypyc compiles together (``COMPILED`` in ``_build/streamfsm_build.py``), importer after imported.
 MACHINE_MODULES = (
+    "_line_memo",
     "_arguments",
     "_table",
     "_blocks",

@@ -21,9 +21,7 @@ SECRETS = ("sk-live-PLANTED-1", "sk-live-PLANTED-2", "sk-live-PLANTED-3")
 def exported(span: ReadableSpan) -> str:
     """Everything the exporter has of ``span``: its name, status, attributes and events, as one text."""
     events = [(e.name, dict(e.attributes or {})) for e in span.events]
-    return orjson.dumps(
-        [span.name, span.status.description, dict(span.attributes or {}), events], default=str
-    ).decode()
+    return orjson.dumps([span.name, span.status.description, dict(span.attributes or {}), events], default=str).decode()
 
 
 def leaked(otel: Recorded) -> list[str]:

@@ -53,7 +53,8 @@ _MAX_INT: Final = _shape.MAX_INT
 _BLOCK_TYPES: Final = _shape.BLOCK_TYPES
 _ABSENT: Final = object()
 _HARNESS: Final = Policy.HARNESS
-_STRICT: Final = Policy.STRICT
+# A module constant, not ErrorCode.X where it is read for every block-start: an enum attribute is a slow read.
+_INTERLEAVED: Final = ErrorCode.BLOCKS_INTERLEAVED
 _NO_BLOCK: Final[dict[str, Any]] = {}  # what block-end's typed ``wire`` holds until its chunk is found to carry one
 
 
@@ -194,7 +195,8 @@ class Handlers(Stream):
             self._note(ErrorCode.INVALID_CHUNK, invalid("block-start", "blockType", reason, self._state), n)
         open_blocks = self._open
         if open_blocks:
-            self._note_refusal(ErrorCode.BLOCKS_INTERLEAVED, "block-start", {"index": index, "blockType": kind}, n)
+            if not self._noted(_INTERLEAVED, n):
+                self._note_refusal(_INTERLEAVED, "block-start", {"index": index, "blockType": kind}, n)
             self._cool()
         open_blocks[index] = block
         self._done.append(None)

@@ -19,9 +19,12 @@ Bytes only: a line of text (``str``) is always parsed whole.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import orjson
+
+#: The kept chunk before one is learned (never read: there is no prefix yet). Shared: a memo a stream costs less.
+_NOTHING: Final[dict[str, Any]] = {}
 
 
 class LineMemo:
@@ -32,7 +35,7 @@ class LineMemo:
     def __init__(self) -> None:
         self._prefix: bytes | None = None
         self._size = 0
-        self._chunk: dict[str, Any] = {}
+        self._chunk: dict[str, Any] = _NOTHING  # read only once a prefix is kept
         self._key = ""
 
     def chunk(self, line: bytes, loads: Callable[[Any], Any]) -> dict[str, Any] | None:

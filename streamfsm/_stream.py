@@ -214,9 +214,9 @@ class Stream(Room):
 
     def _note_refusal(self, code: ErrorCode, t: str, about: dict[str, Any], n: int) -> None:
         """Note that STRICT's table refuses chunk ``n`` (of type ``t``, ``about`` its index and the like: what
-        ``_messages.what`` reads) with ``code``: its words, those of :meth:`_refused`, written when read."""
-        if not self._noted(code, n):
-            self._note(code, "", n, (t, about, self._open_pairs()))
+        ``_messages.what`` reads) with ``code``: its words, those of :meth:`_refused`, written when read. For a
+        note still to make (the caller asks :meth:`_noted` first, before it builds ``about``)."""
+        self._note(code, "", n, (t, about, self._open_pairs()))
 
     def _said_empty(self, t: str, path: str, cid: str | None, name: str | None, n: int) -> None:
         """HARNESS: a tool call's id or name said empty for the first time (``None``: not said now, or said before),

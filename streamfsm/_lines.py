@@ -174,10 +174,7 @@ def iter_lines(source: object) -> Iterator[bytes | str]:
     holds for every source: blobs, files, and the first of an iterable of lines.
     """
     if type(source) is bytes and len(source) <= _BATCH_SIZE and not source.startswith(BOM):
-        lines = source.split(b"\n")  # the usual source, a stream's worth of bytes: _split_rest's split, inline
-        if not lines[-1]:
-            lines.pop()
-        return iter(lines)
+        return iter(_split_rest(source, 0))  # the usual source, a stream's worth of bytes: nothing more to ask
     if isinstance(source, (bytes, str, bytearray, memoryview)):
         blob = source if isinstance(source, (bytes, str)) else bytes(source)
         if len(blob) <= _BATCH_SIZE:  # a stream's worth, usually: its one split, with no generator to run

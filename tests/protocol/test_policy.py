@@ -1284,6 +1284,24 @@ def test_a_note_is_the_error_strict_would_raise() -> None:
     assert asm.notes == asm.notes and asm.notes is not asm.notes  # a fresh list each time
 
 
+def test_the_interleaving_note_has_the_words_strict_raises_though_read_when_the_blocks_have_changed() -> None:
+    """The note keeps what its words are made of at its chunk (the blocks open then), and writes them when read."""
+    opened = [start(0, "text"), start(1, "tool-call"), start(2, "reasoning")]
+    with pytest.raises(LlmError) as raised:
+        sf.assemble(opened, policy=STRICT)
+    asm = sf.StreamAssembler(HARNESS)
+    for chunk in [*opened, text_delta(0, "a"), end_text(0, "a"), start(3, "text"), end_text(3, "")]:
+        asm.feed(chunk)
+    (note, count), *_ = asm.notes
+    strict = raised.value
+    assert (note.code, note.chunk_index, note.state, note.expected) == (
+        strict.code, strict.chunk_index, strict.state, strict.expected,
+    )  # fmt: skip
+    assert note.message == strict.message
+    assert "block 0 (text) is open" in note.message  # not the blocks open when it was read
+    assert count == 3  # the block-starts of blocks 1, 2 and 3 each found a block open
+
+
 @pytest.mark.parametrize(
     "chunks",
     [

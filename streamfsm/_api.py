@@ -20,7 +20,7 @@ from typing import IO, Any, Final, TypeVar
 
 from ._config import Limits, Policy
 from ._errors import ErrorCode, LlmError
-from ._lines import iter_lines
+from ._lines import _BATCH_SIZE, iter_lines
 from ._machine import StreamAssembler, checker
 from ._models import StreamResult
 from ._upstream import aclose_upstream, close_upstream, misused, not_async, not_sync, say_instead, wrap_upstream
@@ -164,7 +164,8 @@ def assemble_jsonl(
     policy: Policy | str = Policy.STRICT,
     limits: Limits | None = None,
 ) -> StreamResult:
-    """Assemble a stream given as JSON lines (one chunk a line, parsed with orjson; blank lines skipped).
+    """Assemble a stream given as JSON lines (one chunk a line, parsed by msgspec where it is installed and by orjson
+    otherwise; blank lines skipped).
 
     ``source``: the text (``bytes`` or ``str``), a binary or text file, or an iterable of lines. Lines,
     blank lines and a byte order mark follow the one rule of ``sf.read_recordings`` (split at LF; a line of
@@ -197,11 +198,17 @@ def validate_jsonl(
     chunk before it has been yielded, and the end of the lines before a finish is ``STREAM_TRUNCATED``. One
     compiled loop (``StreamAssembler.accepted_chunks``) does it all: the lines rule is that of ``assemble_jsonl``.
     """
+    if type(source) is bytes and source[:1] == b"{" and len(source) <= _ONE_SPLIT:
+        # JSON text in memory, a stream's worth: no file name, no byte order mark, one split (as iter_lines splits
+        # it; the empty piece after its last LF is a blank line, which takes no position). No Python call more.
+        return checker(policy, limits).accepted_chunks(source.split(b"\n"), True)
     name = _file_name(source)
     lines = checker(policy, limits).accepted_chunks(iter_lines(source), True)
     return lines if name is None else _hinting(lines, name)
 
 
+#: The longest blob of bytes ``validate_jsonl`` splits at once: what ``iter_lines`` splits at once.
+_ONE_SPLIT: Final = _BATCH_SIZE
 #: How long a str or bytes source may be and still be taken for a file name meant as one (a path is short).
 _NAME_MAX: Final = 4096
 #: How a recording's name ends (``_sources``' suffixes: JSON lines, SSE bodies, compressed or not).

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import streamfsm as sf
 from streamfsm import _parser
@@ -75,3 +77,32 @@ def test_a_blank_line_takes_no_position_and_a_bad_one_after_blanks_is_found() ->
     with pytest.raises(sf.LlmError) as info:
         sf.assemble_jsonl([*lines[:2], b" x", *lines[2:]])
     assert (info.value.code, info.value.chunk_index) == ("INVALID_CHUNK", 2)
+
+
+def outcome(lines: Any) -> tuple[list[Any], tuple[str, int | None, str] | None]:
+    chunks: list[Any] = []
+    try:
+        for chunk in sf.validate_jsonl(lines, policy="harness"):
+            chunks.append(chunk)
+    except sf.LlmError as err:
+        return chunks, (err.code.value, err.chunk_index, str(err))
+    return chunks, None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"\n", b"\r\n", b"\n\n", b"\n \t\n", b"\n\r\n"]),
+        min_size=len(SEED_CHUNKS) - 1,
+        max_size=len(SEED_CHUNKS) - 1,
+    ),
+    st.sampled_from([b"", b"\n", b"\r\n", b"\n\n", b" "]),
+    st.integers(0, len(SEED_CHUNKS)),
+)
+def test_a_blob_of_bytes_reads_as_its_lines_do(seps: list[bytes], end: bytes, cut: int) -> None:
+    """``validate_jsonl`` splits a stream's worth of bytes that starts as JSON at once (no file name, no byte order
+    mark to look for): the chunks and the verdict are those of the same lines given one by one."""
+    lines = [orjson.dumps(c) for c in SEED_CHUNKS[:cut]] + [b'{"type":"usage"'] * (cut < len(SEED_CHUNKS))
+    blob = b"".join(line + sep for line, sep in zip(lines, [*seps, b""], strict=False)) + end
+    assert outcome(blob) == outcome(iter(blob.split(b"\n")))
+    assert outcome(b"\xef\xbb\xbf" + blob) == outcome(blob)  # a byte order mark: read by the lines' own rule

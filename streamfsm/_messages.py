@@ -6,7 +6,7 @@ Every function here is called once a rule has failed (or a note is made), never 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from ._config import Policy
 from ._errors import ErrorCode, LlmError
@@ -49,13 +49,17 @@ def block_name(index: int, type_name: str) -> str:
 def first_difference(a: str, b: str) -> int:
     """The first position where ``a`` and ``b`` differ (the shorter one's length if one begins the other)."""
     end = min(len(a), len(b))
-    at = 0
-    step = 4096
-    while at < end and a[at : at + step] == b[at : at + step]:  # whole pieces compared in C
-        at += step
-    while at < end and a[at] == b[at]:
-        at += 1
-    return at
+    for start in range(0, end, _PIECE):  # whole pieces compared in C; loops over a range end, whatever they hold
+        if a[start : start + _PIECE] != b[start : start + _PIECE]:
+            for at in range(start, min(start + _PIECE, end)):
+                if a[at] != b[at]:
+                    return at
+            break  # the pieces differ past the shorter one's end
+    return end
+
+
+#: How many characters :func:`first_difference` compares at a time.
+_PIECE: Final = 4096
 
 
 def mismatch(block: str, field: str, got: str, assembled: str, state: str) -> str:

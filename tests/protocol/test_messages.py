@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import streamfsm as sf
+from streamfsm._messages import first_difference
 from streamfsm._table import accepts
 
 from ..builders import (
@@ -680,3 +681,24 @@ def test_the_message_of_a_stream_cut_before_its_finish(results: bool) -> None:
             asm.close() if results else asm.summary()
         err = info.value
         assert (err.code, err.chunk_index, err.message) == (E.STREAM_TRUNCATED, len(chunks), message)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "at"),
+    [
+        ("", "", 0),
+        ("", "abc", 0),
+        ("abc", "abc", 3),
+        ("abc", "abd", 2),
+        ("abc", "ab", 2),
+        ("x" * 4095 + "a", "x" * 4095 + "b", 4095),  # the last of the first piece
+        ("x" * 4096 + "a", "x" * 4096 + "b", 4096),  # the first of the second
+        ("x" * 4097 + "a", "x" * 4097 + "b", 4097),
+        ("x" * 8195 + "a" + "y" * 9, "x" * 8195 + "b" + "y" * 9, 8195),
+        ("x" * 4096, "x" * 5000, 4096),  # one begins the other, at a piece's end
+        ("x" * 4100, "x" * 4100 + "z", 4100),  # within a piece
+        ("ab" * 5000, "ab" * 5000, 10000),
+    ],
+)
+def test_first_difference_is_the_first_position_that_differs(a: str, b: str, at: int) -> None:
+    assert first_difference(a, b) == first_difference(b, a) == at

@@ -156,14 +156,7 @@ class Note:
 
     __slots__ = ("_error", "_message", "_words", "code", "count", "last", "position", "state")
 
-    def __init__(
-        self,
-        code: ErrorCode,
-        message: str,
-        position: int,
-        state: str,
-        words: Words | None = None,
-    ) -> None:
+    def __init__(self, code: ErrorCode, message: str, position: int, state: str, words: Words | None = None) -> None:
         self.code = code
         self._message = message
         self._words = words

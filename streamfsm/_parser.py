@@ -1,7 +1,8 @@
 """The parser of JSON lines: msgspec's decoder where it is installed (the ``fast`` extra), orjson's otherwise.
 
 Every JSON-lines path of the machine (``accepted_chunks``, ``feed_lines``, and so
-``validate_jsonl`` and ``assemble_jsonl``) parses a line with :data:`loads` and feeds what it gives. A line it
+``validate_jsonl`` and ``assemble_jsonl``) parses a line with :data:`loads` and feeds what it gives (a line that
+repeats the last delta's shape, its text alone: ``_line_memo``). A line it
 refuses goes to ``StreamAssembler.feed_line``, which parses it with orjson, the reference: orjson's verdict and
 words decide. The two parsers accept the same lines and give the same values, with one exception: an integer
 beyond 64 bits is a float to orjson and the exact ``int`` to msgspec. Every field the machine reads holds at most

@@ -311,8 +311,6 @@ class Handlers(Stream):
             block = self._block_for("block-end", index, kind, n)  # describes the failure
         had_deltas = bool(block.parts)
         hot = self._hot
-        if hot is not None and hot is not block:  # another block is hot: counted before this one's limits
-            self._cool()
         done: Any
         if block.kind == "tool-call":
             cid = wire["id"]

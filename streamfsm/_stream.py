@@ -121,8 +121,17 @@ class Stream(Room):
 
     def _block_limits(self, block: Buffer, size: int, had_deltas: bool, n: int, kept: int = 0) -> int:
         """The limits of a block ending with ``size`` UTF-8 bytes of content and ``kept`` of a tool call's id and name
-        (a block with deltas was held to its own limit delta by delta). Returns the stream's bytes."""
+        (a block with deltas was held to its own limit delta by delta). Returns the stream's bytes.
+
+        Another block may be hot, with bytes its expectation took not yet counted: at most 4 a unit of its size
+        since it was last counted. Where those could take the stream past its limit, they are counted first (exact:
+        the verdict and its words as if they always were); far from it, they stay with the hot block, whose cap
+        (renewed by the caller) keeps them within the room this block leaves."""
         stream = self._stream_bytes + size + kept - block.counted
+        hot = self._hot
+        if hot is not None and hot is not block and stream + 4 * (hot.size - hot.size_at_count) > self._max_stream:
+            self._cool()
+            stream = self._stream_bytes + size + kept - block.counted
         self._limits(n, stream, None if had_deltas else block, size)
         return stream
 

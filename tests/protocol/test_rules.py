@@ -945,6 +945,47 @@ def test_a_stream_of_exactly_its_byte_limit_is_accepted(policy: Policy, chunks: 
     assert agree(chunks, policy, sf.Limits(max_stream_bytes=29))["verdict"][0] != "ok"
 
 
+def _first_past(chunks: list[Chunk], limit: int) -> int | None:
+    """Where the stream's bytes first pass ``limit``, counted as the rule counts them: a delta's text at the delta,
+    the text of a block with no deltas at its block-end."""
+    total, with_deltas = 0, set()
+    for i, c in enumerate(chunks):
+        if c["type"] == "text-delta":
+            with_deltas.add(c["index"])
+            total += len(c["text"].encode())
+        elif c["type"] == "block-end" and c["index"] not in with_deltas:
+            total += len(c["block"]["text"].encode())
+        if total > limit:
+            return i
+    return None
+
+
+@pytest.mark.parametrize("first", ["", "x" * 7, "x" * 30, "é" * 15])
+def test_a_block_ending_while_another_is_hot_passes_the_stream_limit_where_the_bytes_do(first: str) -> None:
+    """Block 1 is hot, its deltas (four bytes a character: the most a unit of its size may hold) not yet counted,
+    when block 0 ends; at every limit around the total, the stream fails where its exact bytes first pass it,
+    whatever was counted when."""
+    face = "\U0001f600"
+    chunks = [
+        start(0, "text"), start(1, "text"), text_delta(1, face * 5), text_delta(1, face * 5), end_text(0, first),
+        text_delta(1, "é"), end_text(1, face * 10 + "é"), U, STOP,
+    ]  # fmt: skip
+    total = len(first.encode()) + len((face * 10 + "é").encode())
+    for limit in range(1, total + 2):
+        verdict = agree(chunks, HARNESS, sf.Limits(max_stream_bytes=limit))["verdict"]
+        at = _first_past(chunks, limit)
+        if at is None:
+            assert verdict[0] == "ok", limit
+        else:
+            assert verdict[:3] == ("error", str(ErrorCode.LIMIT_EXCEEDED), at), (limit, verdict)
+            assert f"the stream would hold {_total_at(chunks, at)} bytes, more than {limit}" in verdict[3], verdict
+
+
+def _total_at(chunks: list[Chunk], at: int) -> int:
+    """The stream's exact bytes with chunk ``at`` (as ``_first_past`` counts them)."""
+    return next(t for t in range(10_000) if _first_past(chunks[: at + 1], t) is None)
+
+
 # -- rule 8: the finish reason ------------------------------------------------------------------
 
 

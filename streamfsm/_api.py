@@ -198,7 +198,7 @@ def validate_jsonl(
     chunk before it has been yielded, and the end of the lines before a finish is ``STREAM_TRUNCATED``. One
     compiled loop (``StreamAssembler.accepted_chunks``) does it all: the lines rule is that of ``assemble_jsonl``.
     """
-    if type(source) is bytes and source[:1] == b"{" and len(source) <= _ONE_SPLIT:
+    if type(source) is bytes and source[:1] == b"{" and len(source) <= _BATCH_SIZE:
         # JSON text in memory, a stream's worth: no file name, no byte order mark, one split (as iter_lines splits
         # it; the empty piece after its last LF is a blank line, which takes no position). No Python call more.
         return checker(policy, limits).accepted_chunks(source.split(b"\n"), True)
@@ -207,8 +207,6 @@ def validate_jsonl(
     return lines if name is None else _hinting(lines, name)
 
 
-#: The longest blob of bytes ``validate_jsonl`` splits at once: what ``iter_lines`` splits at once.
-_ONE_SPLIT: Final = _BATCH_SIZE
 #: How long a str or bytes source may be and still be taken for a file name meant as one (a path is short).
 _NAME_MAX: Final = 4096
 #: How a recording's name ends (``_sources``' suffixes: JSON lines, SSE bodies, compressed or not).

@@ -30,11 +30,10 @@ _NOTHING: Final[dict[str, Any]] = {}
 class LineMemo:
     """The last delta chunk learned (:meth:`learn`) and its prefix: what :meth:`chunk` reads a line with."""
 
-    __slots__ = ("_chunk", "_key", "_prefix", "_size")
+    __slots__ = ("_chunk", "_key", "_prefix")
 
     def __init__(self) -> None:
         self._prefix: bytes | None = None
-        self._size = 0
         self._chunk: dict[str, Any] = _NOTHING  # read only once a prefix is kept
         self._key = ""
 
@@ -44,7 +43,7 @@ class LineMemo:
         if prefix is None or not line.startswith(prefix) or not line.endswith(b"}"):
             return None
         try:
-            text = loads(line[self._size : -1])
+            text = loads(line[len(prefix) : -1])
         except Exception:
             return None
         if type(text) is not str:
@@ -78,4 +77,3 @@ class LineMemo:
         self._chunk = chunk.copy()  # the caller's chunk is the caller's to change
         self._key = last
         self._prefix = line[:size]
-        self._size = size

@@ -190,6 +190,22 @@ Seen = dict[str, Any]
 Feeder = Callable[[sf.StreamAssembler, list[Any]], None]
 
 
+#: The parsers of JSON lines (``_parser.use``): msgspec's (the ``fast`` extra; ``test`` installs it) and orjson's.
+PARSERS = ("msgspec", "orjson")
+
+
+def validated(source: Any, policy: Policy | str = STRICT) -> tuple[list[Any], tuple[str, int | None, str] | None]:
+    """What ``sf.validate_jsonl`` makes of ``source``: the chunks it yielded, and its error (code, position,
+    message) or None."""
+    chunks: list[Any] = []
+    try:
+        for chunk in sf.validate_jsonl(source, policy=policy):
+            chunks.append(chunk)
+    except LlmError as err:
+        return chunks, (err.code.value, err.chunk_index, str(err))
+    return chunks, None
+
+
 def verdict_of(err: LlmError) -> tuple[Any, ...]:
     """An error as the facet ``verdict``: code, position, message, state and what that state accepted."""
     return ("error", str(err.code), err.chunk_index, err.message, err.state, err.expected)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm import _parser
 
+from ..builders import validated
 from ..data import SEED_CHUNKS
 
 BLANK_RUNS = {
@@ -79,16 +80,6 @@ def test_a_blank_line_takes_no_position_and_a_bad_one_after_blanks_is_found() ->
     assert (info.value.code, info.value.chunk_index) == ("INVALID_CHUNK", 2)
 
 
-def outcome(lines: Any) -> tuple[list[Any], tuple[str, int | None, str] | None]:
-    chunks: list[Any] = []
-    try:
-        for chunk in sf.validate_jsonl(lines, policy="harness"):
-            chunks.append(chunk)
-    except sf.LlmError as err:
-        return chunks, (err.code.value, err.chunk_index, str(err))
-    return chunks, None
-
-
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
@@ -104,5 +95,7 @@ def test_a_blob_of_bytes_reads_as_its_lines_do(seps: list[bytes], end: bytes, cu
     mark to look for): the chunks and the verdict are those of the same lines given one by one."""
     lines = [orjson.dumps(c) for c in SEED_CHUNKS[:cut]] + [b'{"type":"usage"'] * (cut < len(SEED_CHUNKS))
     blob = b"".join(line + sep for line, sep in zip(lines, [*seps, b""], strict=False)) + end
-    assert outcome(blob) == outcome(iter(blob.split(b"\n")))
-    assert outcome(b"\xef\xbb\xbf" + blob) == outcome(blob)  # a byte order mark: read by the lines' own rule
+    assert validated(blob, "harness") == validated(iter(blob.split(b"\n")), "harness")
+    assert validated(b"\xef\xbb\xbf" + blob, "harness") == validated(
+        blob, "harness"
+    )  # a byte order mark: read by the lines' own rule

@@ -19,30 +19,15 @@ from hypothesis import strategies as st
 import streamfsm as sf
 from streamfsm import _parser
 
+from ..builders import PARSERS, validated
 from ..cli_support import without
 from ..data import SEED_CHUNKS, SESSIONS
 
-PARSERS = ("msgspec", "orjson")
-
-
-@pytest.fixture(autouse=True)
-def _restore_parser() -> Iterator[None]:
-    default = _parser.PARSER
-    yield
-    _parser.use(default)
-
 
 def verdict(blob: bytes, policy: str, parser: str) -> tuple[list[Any], tuple[str, int | None, str] | None]:
-    """What ``validate_jsonl`` makes of ``blob`` with ``parser``: the chunks it yielded, and its error (code,
-    position, message) or None."""
+    """What ``validate_jsonl`` makes of ``blob`` with ``parser`` (see ``validated``)."""
     _parser.use(parser)
-    chunks: list[Any] = []
-    try:
-        for chunk in sf.validate_jsonl(blob, policy=policy):
-            chunks.append(chunk)
-    except sf.LlmError as err:
-        return chunks, (err.code.value, err.chunk_index, str(err))
-    return chunks, None
+    return validated(blob, policy)
 
 
 @contextmanager

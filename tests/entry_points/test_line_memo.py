@@ -6,7 +6,7 @@ word for word, that ``feed_line`` gives a line at a time (a whole parse by orjso
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -19,16 +19,8 @@ from streamfsm import _parser
 from streamfsm._line_memo import LineMemo
 from streamfsm._table import DELTAS
 
+from ..builders import PARSERS, validated
 from ..data import SESSIONS
-
-PARSERS = ("msgspec", "orjson")
-
-
-@pytest.fixture(autouse=True)
-def _restore_parser() -> Iterator[None]:
-    default = _parser.PARSER
-    yield
-    _parser.use(default)
 
 
 def loads_of(parser: str) -> Callable[[Any], Any]:
@@ -234,21 +226,17 @@ def reference(blob: bytes, policy: str) -> tuple[list[Any], tuple[str, int | Non
     return chunks, None
 
 
-def validated(blob: bytes, policy: str, parser: str) -> tuple[list[Any], tuple[str, int | None, str] | None]:
+def read(blob: bytes, policy: str, parser: str) -> tuple[list[Any], tuple[str, int | None, str] | None]:
+    """What ``validate_jsonl`` makes of ``blob`` with ``parser`` (see ``validated``), each chunk's keys in order."""
     _parser.use(parser)
-    chunks: list[Any] = []
-    try:
-        for chunk in sf.validate_jsonl(blob, policy=policy):
-            chunks.append(items(chunk))
-    except sf.LlmError as err:
-        return chunks, (err.code.value, err.chunk_index, str(err))
-    return chunks, None
+    chunks, error = validated(blob, policy)
+    return [items(chunk) for chunk in chunks], error
 
 
 def assert_as_feed_line(blob: bytes, policy: str) -> None:
     expected = reference(blob, policy)
     for parser in PARSERS:
-        assert validated(blob, policy, parser) == expected, parser
+        assert read(blob, policy, parser) == expected, parser
 
 
 @pytest.mark.parametrize("policy", ["strict", "harness"])
